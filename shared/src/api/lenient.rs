@@ -1,0 +1,452 @@
+//! Reading JSON leniently into typed records.
+//!
+//! serde stops at the first value of the wrong type; the contract wants every violation
+//! reported at once. So each field of a request record is read with [`Accept`]: a value
+//! of the wrong JSON type becomes `None` plus a [`WrongType`] note on the record, and
+//! parsing goes on. Only malformed JSON (a syntax error) stops it.
+//!
+//! Records are declared with [`record!`](crate::record), which also keeps every field it
+//! does not know in `extra`, without `#[serde(flatten)]` (which buffers every field of a
+//! struct and would cost the hot types their speed).
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::number::Number;
+use super::problem::{Code, Violation};
+use crate::validate::pointer::Pointer;
+
+/// A free-form JSON object, kept as sent.
+pub type Object = Map<String, Value>;
+
+/// The JSON type a value turned out to have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    Null,
+    Bool,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Found::Null => "null",
+            Found::Bool => "a boolean",
+            Found::Number => "a number",
+            Found::String => "a string",
+            Found::Array => "an array",
+            Found::Object => "an object",
+        })
+    }
+}
+
+/// A field (or, with `field: None`, a whole array element) whose JSON type was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrongType {
+    pub field: Option<&'static str>,
+    pub expected: &'static str,
+    pub found: Found,
+}
+
+impl WrongType {
+    /// The violation it stands for, at `at` (the record holding it).
+    pub fn violation(&self, at: &Pointer<'_>) -> Violation {
+        let pointer = match self.field {
+            Some(name) => at.key(name).render(),
+            None => at.render(),
+        };
+        let message = if self.found == Found::Number {
+            format!("must be {}", self.expected)
+        } else {
+            format!("must be {}, found {}", self.expected, self.found)
+        };
+        Violation::new(pointer, Code::Type, message)
+    }
+}
+
+/// A type a field can hold, and which JSON values make one.
+///
+/// Every method but the ones a type overrides answers "wrong type", so each type says
+/// only what it accepts.
+pub trait Accept: Sized {
+    /// What the field expects, for messages: "a string", "an integer", ...
+    const EXPECTED: &'static str;
+
+    fn from_bool(_: bool) -> Option<Self> {
+        None
+    }
+    fn from_i64(_: i64) -> Option<Self> {
+        None
+    }
+    fn from_u64(v: u64) -> Option<Self> {
+        i64::try_from(v).ok().and_then(Self::from_i64)
+    }
+    fn from_f64(_: f64) -> Option<Self> {
+        None
+    }
+    fn from_str(_: &str) -> Option<Self> {
+        None
+    }
+    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Result<Self, Found>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Err(Found::Object))
+    }
+    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Result<Self, Found>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Err(Found::Array))
+    }
+}
+
+/// Reads one value of type `T`, answering `Err(found)` instead of failing on a wrong type.
+pub struct Lenient<T>(PhantomData<T>);
+
+impl<T> Lenient<T> {
+    pub fn new() -> Self {
+        Lenient(PhantomData)
+    }
+}
+
+impl<T> Default for Lenient<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'de, T: Accept> DeserializeSeed<'de> for Lenient<T> {
+    type Value = Result<T, Found>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Accept> Visitor<'de> for Lenient<T> {
+    type Value = Result<T, Found>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::EXPECTED)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(T::from_bool(v).ok_or(Found::Bool))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(T::from_i64(v).ok_or(Found::Number))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(T::from_u64(v).ok_or(Found::Number))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(T::from_f64(v).ok_or(Found::Number))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(T::from_str(v).ok_or(Found::String))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Err(Found::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Err(Found::Null))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::from_map(map)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        T::from_seq(seq)
+    }
+}
+
+/// Reads the value of a known field into `Some`, or `None` for null and for a wrong type
+/// (which is noted in `wrong`).
+pub fn read_field<'de, A: MapAccess<'de>, T: Accept>(
+    map: &mut A,
+    name: &'static str,
+    wrong: &mut Vec<WrongType>,
+) -> Result<Option<T>, A::Error> {
+    match map.next_value_seed(Lenient::<T>::new())? {
+        Ok(v) => Ok(Some(v)),
+        Err(Found::Null) => Ok(None),
+        Err(found) => {
+            wrong.push(WrongType { field: Some(name), expected: T::EXPECTED, found });
+            Ok(None)
+        }
+    }
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+pub enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl Key<'_> {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(s) => s,
+            Key::Owned(s) => s,
+        }
+    }
+    pub fn into_string(self) -> String {
+        match self {
+            Key::Borrowed(s) => s.to_owned(),
+            Key::Owned(s) => s,
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key::Borrowed(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A record type: reads itself from a JSON object and can stand in for an array element
+/// that was not an object.
+pub trait Record: Default {
+    /// A placeholder for an array element of the wrong type.
+    fn wrong_element(found: Found) -> Self;
+}
+
+/// Reads the elements of an array of records; an element that is not an object becomes
+/// a placeholder that remembers what it was, so the indexes of the others stay right.
+struct Element<T>(PhantomData<T>);
+
+impl<'de, T: Record + Accept> DeserializeSeed<'de> for Element<T> {
+    type Value = T;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        Ok(match Lenient::<T>::new().deserialize(d)? {
+            Ok(v) => v,
+            Err(found) => T::wrong_element(found),
+        })
+    }
+}
+
+impl<T: Record + Accept> Accept for Vec<T> {
+    const EXPECTED: &'static str = "an array";
+    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Result<Self, Found>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element_seed(Element::<T>(PhantomData))? {
+            out.push(item);
+        }
+        Ok(Ok(out))
+    }
+}
+
+impl Accept for String {
+    const EXPECTED: &'static str = "a string";
+    fn from_str(v: &str) -> Option<Self> {
+        Some(v.to_owned())
+    }
+}
+
+impl Accept for bool {
+    const EXPECTED: &'static str = "a boolean";
+    fn from_bool(v: bool) -> Option<Self> {
+        Some(v)
+    }
+}
+
+impl Accept for i64 {
+    const EXPECTED: &'static str = "an integer";
+    fn from_i64(v: i64) -> Option<Self> {
+        Some(v)
+    }
+    fn from_f64(v: f64) -> Option<Self> {
+        // 3.0 is an integer written as a decimal; 3.5 is not.
+        (v.fract() == 0.0 && v.abs() < 9.2e18).then_some(v as i64)
+    }
+}
+
+impl Accept for Number {
+    const EXPECTED: &'static str = "a number";
+    fn from_i64(v: i64) -> Option<Self> {
+        Some(Number::Int(v))
+    }
+    fn from_u64(v: u64) -> Option<Self> {
+        Some(i64::try_from(v).map_or(Number::Float(v as f64), Number::Int))
+    }
+    fn from_f64(v: f64) -> Option<Self> {
+        Some(Number::Float(v))
+    }
+}
+
+impl Accept for Object {
+    const EXPECTED: &'static str = "an object";
+    fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Result<Self, Found>, A::Error> {
+        use serde::Deserialize;
+        Object::deserialize(de::value::MapAccessDeserializer::new(map)).map(Ok)
+    }
+}
+
+/// Any JSON value (for free-form fields such as a tool's params and result).
+impl Accept for Value {
+    const EXPECTED: &'static str = "any JSON value";
+    fn from_bool(v: bool) -> Option<Self> {
+        Some(Value::Bool(v))
+    }
+    fn from_i64(v: i64) -> Option<Self> {
+        Some(Value::from(v))
+    }
+    fn from_u64(v: u64) -> Option<Self> {
+        Some(Value::from(v))
+    }
+    fn from_f64(v: f64) -> Option<Self> {
+        Some(Value::from(v))
+    }
+    fn from_str(v: &str) -> Option<Self> {
+        Some(Value::String(v.to_owned()))
+    }
+    fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Result<Self, Found>, A::Error> {
+        Object::from_map(map).map(|o| o.map(Value::Object))
+    }
+    fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Result<Self, Found>, A::Error> {
+        use serde::Deserialize;
+        Vec::<Value>::deserialize(de::value::SeqAccessDeserializer::new(seq))
+            .map(|v| Ok(Value::Array(v)))
+    }
+}
+
+/// Collects the wrong-type notes of a record and everything below it.
+pub trait WrongTypes {
+    fn wrong_types(&self, at: &Pointer<'_>, out: &mut Vec<Violation>);
+}
+
+macro_rules! no_wrong_types {
+    ($($t:ty),*) => {$(
+        impl WrongTypes for $t {
+            #[inline]
+            fn wrong_types(&self, _: &Pointer<'_>, _: &mut Vec<Violation>) {}
+        }
+    )*};
+}
+no_wrong_types!(String, bool, i64, Number, Object, Value);
+
+impl<T: WrongTypes> WrongTypes for Option<T> {
+    #[inline]
+    fn wrong_types(&self, at: &Pointer<'_>, out: &mut Vec<Violation>) {
+        if let Some(v) = self {
+            v.wrong_types(at, out);
+        }
+    }
+}
+
+impl<T: WrongTypes> WrongTypes for Vec<T> {
+    fn wrong_types(&self, at: &Pointer<'_>, out: &mut Vec<Violation>) {
+        for (i, v) in self.iter().enumerate() {
+            v.wrong_types(&at.index(i), out);
+        }
+    }
+}
+
+/// Declares a request record: a struct of optional fields read leniently from a JSON
+/// object, with unknown fields kept in `extra` (serialised back in place) and wrong types
+/// noted in `wrong`.
+///
+/// ```ignore
+/// record! {
+///     /// A word with its timing.
+///     pub struct Word {
+///         #[garde(skip)] "word" word: String,
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! record {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* $json:literal $field:ident : $ty:ty, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Default, PartialEq, ::serde::Serialize, ::garde::Validate)]
+        pub struct $name {
+            $(
+                $(#[$fmeta])*
+                #[serde(rename = $json, skip_serializing_if = "Option::is_none")]
+                pub $field: Option<$ty>,
+            )*
+            /// Fields this version does not know, kept as sent.
+            #[serde(flatten)]
+            #[garde(skip)]
+            pub extra: $crate::api::lenient::Object,
+            /// Fields whose JSON type was wrong (reported by validation, never stored).
+            #[serde(skip)]
+            #[garde(skip)]
+            pub wrong: Vec<$crate::api::lenient::WrongType>,
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> ::serde::de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str("a JSON object")
+                    }
+                    fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        let mut out = $name::default();
+                        while let Some(key) = map.next_key::<$crate::api::lenient::Key<'de>>()? {
+                            match key.as_str() {
+                                $( $json => {
+                                    out.$field = $crate::api::lenient::read_field(&mut map, $json, &mut out.wrong)?;
+                                } )*
+                                _ => {
+                                    let value = map.next_value::<::serde_json::Value>()?;
+                                    out.extra.insert(key.into_string(), value);
+                                }
+                            }
+                        }
+                        Ok(out)
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+
+        impl $crate::api::lenient::Accept for $name {
+            const EXPECTED: &'static str = "an object";
+            fn from_map<'de, A: ::serde::de::MapAccess<'de>>(map: A) -> Result<Result<Self, $crate::api::lenient::Found>, A::Error> {
+                <$name as ::serde::Deserialize>::deserialize(::serde::de::value::MapAccessDeserializer::new(map)).map(Ok)
+            }
+        }
+
+        impl $crate::api::lenient::Record for $name {
+            fn wrong_element(found: $crate::api::lenient::Found) -> Self {
+                $name {
+                    wrong: vec![$crate::api::lenient::WrongType { field: None, expected: "an object", found }],
+                    ..Default::default()
+                }
+            }
+        }
+
+        impl $crate::api::lenient::WrongTypes for $name {
+            fn wrong_types(&self, at: &$crate::validate::pointer::Pointer<'_>, out: &mut Vec<$crate::api::Violation>) {
+                for w in &self.wrong {
+                    out.push(w.violation(at));
+                }
+                $( $crate::api::lenient::WrongTypes::wrong_types(&self.$field, &at.key($json), out); )*
+            }
+        }
+    };
+}

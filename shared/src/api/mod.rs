@@ -1,0 +1,16 @@
+//! The wire format: request bodies of both operations, success bodies, and the error body.
+//!
+//! Request types are read leniently (see [`lenient`]): a value of the wrong JSON type does
+//! not abort parsing but is recorded, so validation can report every problem at once.
+
+pub mod create_call;
+pub mod lenient;
+pub mod number;
+pub mod problem;
+pub mod responses;
+pub mod send_call_data;
+
+pub use create_call::CreateCall;
+pub use number::Number;
+pub use problem::{BodyError, Code, Problem, Violation};
+pub use send_call_data::SendCallData;
