@@ -1,1 +1,10 @@
-fn main() {}
+//! send-call-data: operation A, `POST /v1/calls`. A thin entry point; the handler
+//! lives in the shared crate.
+
+use call_ingest::http::{serve, App};
+use call_ingest::Operation;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    serve(App::from_env().await?, Operation::SendCallData).await
+}

@@ -1,0 +1,335 @@
+//! Setting the directory up: workspaces, agents, API keys and sessions (what `callctl` and
+//! the tests use; the functions only read).
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnValue, TransactWriteItem, Update};
+use serde::Serialize;
+
+use super::credentials::{Kind, Secret};
+use super::item_keys::*;
+use super::{now_s, Agent, Directory};
+use crate::store::item::{n, s, Item};
+use crate::store::{random_hex, StoreError};
+
+/// Why an administrative change was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("workspace {0} does not exist")]
+    NoWorkspace(u64),
+    #[error("workspace {workspace_id} already has an agent with remote id {remote_id:?}")]
+    RemoteIdTaken { workspace_id: u64, remote_id: String },
+    #[error("no API key or session with id {0:?}")]
+    NoCredential(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Workspace {
+    pub id: u64,
+    pub name: String,
+}
+
+/// A credential as created: the only time its token is shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Issued {
+    pub token: String,
+    pub public_id: String,
+    /// Epoch seconds, for sessions.
+    pub expires_at: Option<u64>,
+}
+
+/// An API key as listed: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyInfo {
+    pub public_id: String,
+    pub name: String,
+    pub created_at: u64,
+    pub revoked_at: Option<u64>,
+}
+
+impl Directory {
+    /// Creates a workspace with the next free id.
+    pub async fn create_workspace(&self, name: &str) -> Result<Workspace, AdminError> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s("COUNTER"))
+            .key("sk", s("WORKSPACE"))
+            .update_expression("ADD next_id :one")
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        let id = out
+            .attributes()
+            .and_then(|a| field_u64(a, "next_id"))
+            .ok_or_else(|| StoreError::Internal("workspace counter answered no value".into()))?;
+        let item = Item::from([
+            ("pk".into(), s(workspace_pk(id))),
+            ("sk".into(), s(WORKSPACE_SK)),
+            ("name".into(), s(name)),
+            ("created_at".into(), n(now_s())),
+        ]);
+        self.client.put_item().table_name(&self.table).set_item(Some(item)).send().await.map_err(StoreError::from_sdk)?;
+        Ok(Workspace { id, name: name.to_owned() })
+    }
+
+    /// The workspace `id`, if it exists.
+    pub async fn workspace(&self, id: u64) -> Result<Option<Workspace>, AdminError> {
+        Ok(self.get(workspace_pk(id), WORKSPACE_SK).await?.map(|item| Workspace {
+            id,
+            name: field_s(&item, "name").unwrap_or_default().to_owned(),
+        }))
+    }
+
+    /// Creates an agent in a workspace; `agent_id` is generated unless given (fixtures).
+    pub async fn create_agent(
+        &self,
+        workspace_id: u64,
+        remote_id: &str,
+        name: Option<&str>,
+        agent_id: Option<&str>,
+    ) -> Result<Agent, AdminError> {
+        if remote_id.is_empty() || remote_id.chars().count() > 200 {
+            return Err(AdminError::Invalid("the remote id must be 1 to 200 characters".into()));
+        }
+        let agent = Agent {
+            id: match agent_id {
+                Some(id) => id.to_owned(),
+                None => format!("agt_{}", random_hex(8)?),
+            },
+            workspace_id,
+            remote_id: remote_id.to_owned(),
+            name: name.map(str::to_owned),
+        };
+        let item = |pk: String, sk: &str| {
+            let mut item = Item::from([
+                ("pk".into(), s(pk)),
+                ("sk".into(), s(sk)),
+                ("agent_id".into(), s(agent.id.clone())),
+                ("workspace_id".into(), n(workspace_id)),
+                ("remote_id".into(), s(remote_id)),
+            ]);
+            if let Some(name) = name {
+                item.insert("name".into(), s(name));
+            }
+            item
+        };
+        let put = |item: Item| -> Result<TransactWriteItem, StoreError> {
+            Ok(TransactWriteItem::builder()
+                .put(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build()?)
+                .build())
+        };
+        let items = vec![
+            TransactWriteItem::builder()
+                .condition_check(
+                    ConditionCheck::builder()
+                        .table_name(&self.table)
+                        .key("pk", s(workspace_pk(workspace_id)))
+                        .key("sk", s(WORKSPACE_SK))
+                        .condition_expression("attribute_exists(pk)")
+                        .build()
+                        .map_err(StoreError::from)?,
+                )
+                .build(),
+            put(item(agent_pk(&agent.id), AGENT_SK))?,
+            put(item(remote_pk(workspace_id, remote_id), AGENT_SK))?,
+            put(item(workspace_pk(workspace_id), &agent_listing_sk(&agent.id)))?,
+        ];
+        match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
+            Ok(_) => Ok(agent),
+            Err(e) => {
+                let reasons = crate::store::cancellation_codes(&e);
+                let failed = |i: usize| reasons.get(i).and_then(|r| r.as_deref()) == Some("ConditionalCheckFailed");
+                if failed(0) {
+                    Err(AdminError::NoWorkspace(workspace_id))
+                } else if failed(2) {
+                    Err(AdminError::RemoteIdTaken { workspace_id, remote_id: remote_id.to_owned() })
+                } else if failed(1) {
+                    Err(AdminError::Invalid(format!("agent id {} exists already", agent.id)))
+                } else {
+                    Err(StoreError::from_sdk(e).into())
+                }
+            }
+        }
+    }
+
+    /// The agent with remote id `remote_id` in `workspace_id`.
+    pub async fn agent_by_remote(&self, workspace_id: u64, remote_id: &str) -> Result<Option<Agent>, AdminError> {
+        Ok(self.get(remote_pk(workspace_id, remote_id), AGENT_SK).await?.as_ref().and_then(Agent::from_item))
+    }
+
+    /// The agents of a workspace.
+    pub async fn list_agents(&self, workspace_id: u64) -> Result<Vec<Agent>, AdminError> {
+        Ok(self.query(workspace_pk(workspace_id), "AGENT#").await?.iter().filter_map(Agent::from_item).collect())
+    }
+
+    /// Creates an API key for a workspace. The token in the answer is never shown again.
+    pub async fn create_api_key(&self, workspace_id: u64, name: &str) -> Result<Issued, AdminError> {
+        let secret = Secret::generate(Kind::ApiKey).map_err(|e| StoreError::Internal(e.to_string()))?;
+        self.register_api_key(workspace_id, name, secret).await
+    }
+
+    /// Stores an API key whose token is given (fixtures such as the events' example key).
+    pub async fn register_api_key(&self, workspace_id: u64, name: &str, secret: Secret) -> Result<Issued, AdminError> {
+        if self.workspace(workspace_id).await?.is_none() {
+            return Err(AdminError::NoWorkspace(workspace_id));
+        }
+        let now = now_s();
+        let credential = Item::from([
+            ("pk".into(), s(credential_pk(&secret.digest))),
+            ("sk".into(), s(CREDENTIAL_SK)),
+            ("kind".into(), s(Kind::ApiKey.as_str())),
+            ("workspace_id".into(), n(workspace_id)),
+            ("public_id".into(), s(secret.public_id.clone())),
+            ("name".into(), s(name)),
+            ("created_at".into(), n(now)),
+        ]);
+        let listing = Item::from([
+            ("pk".into(), s(workspace_pk(workspace_id))),
+            ("sk".into(), s(key_listing_sk(&secret.public_id))),
+            ("digest".into(), s(secret.digest.clone())),
+            ("name".into(), s(name)),
+            ("created_at".into(), n(now)),
+        ]);
+        self.put_credential(&secret, Kind::ApiKey, credential, Some(listing)).await?;
+        Ok(Issued { token: secret.token, public_id: secret.public_id, expires_at: None })
+    }
+
+    /// Creates a session for `user`, valid for `workspaces` until `ttl` from now.
+    pub async fn create_session(&self, user: &str, workspaces: &[u64], ttl: Duration) -> Result<Issued, AdminError> {
+        if user.is_empty() || workspaces.is_empty() {
+            return Err(AdminError::Invalid("a session needs a user and at least one workspace".into()));
+        }
+        for w in workspaces {
+            if self.workspace(*w).await?.is_none() {
+                return Err(AdminError::NoWorkspace(*w));
+            }
+        }
+        let secret = Secret::generate(Kind::Session).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let expires_at = now_s() + ttl.as_secs();
+        let credential = Item::from([
+            ("pk".into(), s(credential_pk(&secret.digest))),
+            ("sk".into(), s(CREDENTIAL_SK)),
+            ("kind".into(), s(Kind::Session.as_str())),
+            ("user".into(), s(user)),
+            ("workspaces".into(), aws_sdk_dynamodb::types::AttributeValue::Ns(workspaces.iter().map(u64::to_string).collect())),
+            ("public_id".into(), s(secret.public_id.clone())),
+            ("created_at".into(), n(now_s())),
+            // Also the table's TTL attribute: expired sessions disappear by themselves.
+            ("expires_at".into(), n(expires_at)),
+        ]);
+        self.put_credential(&secret, Kind::Session, credential, None).await?;
+        Ok(Issued { token: secret.token, public_id: secret.public_id, expires_at: Some(expires_at) })
+    }
+
+    async fn put_credential(&self, secret: &Secret, kind: Kind, credential: Item, listing: Option<Item>) -> Result<(), AdminError> {
+        let mut pointer = Item::from([
+            ("pk".into(), s(credential_id_pk(&secret.public_id))),
+            ("sk".into(), s(CREDENTIAL_SK)),
+            ("digest".into(), s(secret.digest.clone())),
+            ("kind".into(), s(kind.as_str())),
+        ]);
+        if let Some(w) = credential.get("workspace_id") {
+            pointer.insert("workspace_id".into(), w.clone());
+        }
+        let put = |item: Item| -> Result<TransactWriteItem, StoreError> {
+            Ok(TransactWriteItem::builder()
+                .put(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build()?)
+                .build())
+        };
+        let mut items = vec![put(credential)?, put(pointer)?];
+        if let Some(listing) = listing {
+            items.push(put(listing)?);
+        }
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(())
+    }
+
+    /// Revokes the API key or session with this public id (or its full token). It stops
+    /// working once cached copies expire (at most the cache lifetime).
+    pub async fn revoke(&self, id_or_token: &str) -> Result<String, AdminError> {
+        let public_id = super::credentials::public_id(id_or_token.trim());
+        let pointer = self
+            .get(credential_id_pk(&public_id), CREDENTIAL_SK)
+            .await?
+            .ok_or_else(|| AdminError::NoCredential(public_id.clone()))?;
+        let digest = field_s(&pointer, "digest").unwrap_or_default();
+        let now = n(now_s());
+        let update = |pk: String, sk: String| -> Result<TransactWriteItem, StoreError> {
+            Ok(TransactWriteItem::builder()
+                .update(
+                    Update::builder()
+                        .table_name(&self.table)
+                        .key("pk", s(pk))
+                        .key("sk", s(sk))
+                        .update_expression("SET revoked_at = if_not_exists(revoked_at, :now)")
+                        .condition_expression("attribute_exists(pk)")
+                        .expression_attribute_values(":now", now.clone())
+                        .build()?,
+                )
+                .build())
+        };
+        let mut items = vec![update(credential_pk(digest), CREDENTIAL_SK.into())?];
+        if let Some(w) = field_u64(&pointer, "workspace_id") {
+            items.push(update(workspace_pk(w), key_listing_sk(&public_id))?);
+        }
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(public_id)
+    }
+
+    /// The API keys of a workspace, without their secrets.
+    pub async fn list_keys(&self, workspace_id: u64) -> Result<Vec<KeyInfo>, AdminError> {
+        Ok(self
+            .query(workspace_pk(workspace_id), "KEY#")
+            .await?
+            .iter()
+            .map(|i| KeyInfo {
+                public_id: field_s(i, "sk").unwrap_or_default().trim_start_matches("KEY#").to_owned(),
+                name: field_s(i, "name").unwrap_or_default().to_owned(),
+                created_at: field_u64(i, "created_at").unwrap_or_default(),
+                revoked_at: field_u64(i, "revoked_at"),
+            })
+            .collect())
+    }
+
+    async fn query(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+                .expression_attribute_values(":pk", s(pk.clone()))
+                .expression_attribute_values(":p", s(prefix))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Who may send calls, and for which agent: credentials (API keys, session tokens),
+//! workspaces and agents, in the Directory table.
+//!
+//! A request costs at most one round trip here: [`Directory::lookup`] reads the credential
+//! and the agent together (one BatchGetItem), or nothing when both are cached. The
+//! decisions over what it found ([`Lookup::authenticate`], [`Lookup::authorize`]) are
+//! plain functions.
+
+pub mod admin;
+mod cache;
+pub mod credentials;
+pub mod item_keys;
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::types::{KeysAndAttributes, AttributeValue};
+use aws_sdk_dynamodb::Client;
+
+use crate::call::Operation;
+use crate::store::item::{s, Item};
+use crate::store::StoreError;
+use cache::Cache;
+pub use credentials::{Denied, Principal};
+use item_keys::*;
+
+/// An agent calls are stored for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Agent {
+    /// The service's id (`agentId` of operation A).
+    pub id: String,
+    pub workspace_id: u64,
+    /// The per-workspace id (`agent_remote_identifier` of operation B).
+    pub remote_id: String,
+    pub name: Option<String>,
+}
+
+impl Agent {
+    fn from_item(item: &Item) -> Option<Agent> {
+        Some(Agent {
+            id: field_s(item, "agent_id")?.to_owned(),
+            workspace_id: field_u64(item, "workspace_id")?,
+            remote_id: field_s(item, "remote_id")?.to_owned(),
+            name: field_s(item, "name").map(str::to_owned),
+        })
+    }
+}
+
+/// How a request names its agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentRef<'a> {
+    /// Operation A's `agentId`.
+    Id(&'a str),
+    /// Operation B's `agent_remote_identifier` in `workspace_id`.
+    Remote { workspace_id: u64, remote_id: &'a str },
+}
+
+impl AgentRef<'_> {
+    fn pk(&self) -> String {
+        match *self {
+            AgentRef::Id(id) => agent_pk(id),
+            AgentRef::Remote { workspace_id, remote_id } => remote_pk(workspace_id, remote_id),
+        }
+    }
+}
+
+/// What the directory holds for one request's credential and agent.
+#[derive(Debug, Clone, Default)]
+pub struct Lookup {
+    pub credential: Option<Item>,
+    pub agent: Option<Item>,
+}
+
+impl Lookup {
+    /// 401 unless the credential is known, live, and of a kind `operation` accepts.
+    pub fn authenticate(&self, operation: Operation) -> Result<Principal, Denied> {
+        credentials::authenticate(self.credential.as_ref(), operation, now_s())
+    }
+
+    /// The agent, if it belongs to `workspace_id`; 404 alike whether it is missing or in
+    /// another workspace.
+    pub fn authorize(&self, workspace_id: u64) -> Result<Agent, Denied> {
+        self.agent
+            .as_ref()
+            .and_then(Agent::from_item)
+            .filter(|a| a.workspace_id == workspace_id)
+            .ok_or(Denied::AgentNotFound)
+    }
+}
+
+/// The Directory table, with a short-lived cache.
+#[derive(Debug)]
+pub struct Directory {
+    client: Client,
+    table: String,
+    cache: Cache,
+}
+
+impl Directory {
+    /// `cache_ttl` bounds how long a revoked key keeps working (at most 60 s).
+    pub fn new(client: Client, table: impl Into<String>, cache_ttl: Duration) -> Self {
+        Directory { client, table: table.into(), cache: Cache::new(cache_ttl) }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Reads the credential `token` and the agent `agent` in one round trip (none when
+    /// both are cached). Found items are cached; missing ones are not, so a new key or
+    /// agent works at once.
+    pub async fn lookup(&self, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, StoreError> {
+        let credential_key = credential_pk(&credentials::digest(token));
+        let agent_key = agent.map(|a| a.pk());
+        let mut wanted: Vec<&str> = Vec::with_capacity(2);
+        let mut found: HashMap<String, Item> = HashMap::new();
+        for key in std::iter::once(&credential_key).chain(agent_key.as_ref()) {
+            match self.cache.get(key) {
+                Some(item) => {
+                    found.insert(key.clone(), item);
+                }
+                None => wanted.push(key),
+            }
+        }
+        if !wanted.is_empty() {
+            for item in self.batch_get(&wanted).await? {
+                if let Some(pk) = field_s(&item, "pk") {
+                    self.cache.put(pk.to_owned(), item.clone());
+                    found.insert(pk.to_owned(), item);
+                }
+            }
+        }
+        Ok(Lookup {
+            credential: found.remove(&credential_key),
+            agent: agent_key.and_then(|k| found.remove(&k)),
+        })
+    }
+
+    async fn batch_get(&self, pks: &[&str]) -> Result<Vec<Item>, StoreError> {
+        let sk = |pk: &str| if pk.starts_with("CRED#") { CREDENTIAL_SK } else { AGENT_SK };
+        let mut keys = KeysAndAttributes::builder();
+        for pk in pks {
+            keys = keys.keys(HashMap::from([("pk".to_owned(), s(*pk)), ("sk".to_owned(), s(sk(pk)))]));
+        }
+        let mut request = Some(keys.build()?);
+        let mut items = Vec::new();
+        // Unprocessed keys come back under throttling; read them again a few times.
+        for attempt in 0..5u64 {
+            let Some(keys) = request.take() else { break };
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
+            }
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, keys)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            if let Some(mut responses) = out.responses {
+                items.extend(responses.remove(&self.table).unwrap_or_default());
+            }
+            request = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).filter(|k| !k.keys().is_empty());
+        }
+        if request.is_some() {
+            return Err(StoreError::Unavailable("directory reads stayed unprocessed".into()));
+        }
+        Ok(items)
+    }
+
+    async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk))
+            .key("sk", s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(out.item)
+    }
+}
+
+fn now_s() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+}

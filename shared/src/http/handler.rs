@@ -1,0 +1,244 @@
+//! One request, start to end: method → credential → (query) → lookup → authorise → body →
+//! validate → normalise → store → response. Every outcome of the contract is decided here.
+
+use std::time::Instant;
+
+use lambda_http::http::{header, Method, Response};
+use lambda_http::{Body, Request, RequestExt};
+
+use super::logging::RequestLog;
+use super::respond;
+use super::App;
+use crate::api::responses::{CreateCallResponse, SendCallDataResponse};
+use crate::api::{Code, Problem, Violation};
+use crate::call::{self, CallDocument, Operation};
+use crate::directory::credentials::{token_from_headers, Denied};
+use crate::directory::{AgentRef, Lookup, Principal};
+use crate::store::{Outcome, Owner, Stored, StoreError};
+
+/// Answers one request to `operation`'s endpoint. Never panics on anything a request
+/// holds; every response carries `X-Request-Id`.
+pub async fn handle(app: &App, operation: Operation, request: Request) -> Response<Body> {
+    let started = Instant::now();
+    let request_id = request_id(&request);
+    let mut log = RequestLog::new(operation, request.body().len());
+    let response = match process(app, operation, &request, &mut log).await {
+        Ok(reply) => reply.respond(operation, &request_id),
+        Err(problem) => {
+            log.problem = Some(problem.slug);
+            respond::problem(&problem, operation, &request_id)
+        }
+    };
+    log.status = response.status().as_u16();
+    log.finish(&request_id, started.elapsed(), app.config.json_logs);
+    response
+}
+
+/// A stored call, to answer with.
+struct Reply {
+    stored: Stored,
+    call_id: String,
+}
+
+impl Reply {
+    fn respond(self, operation: Operation, request_id: &str) -> Response<Body> {
+        let status = if self.stored.is_new() { 201 } else { 200 };
+        let body = match operation {
+            Operation::CreateCall => serde_json::to_vec(&CreateCallResponse {
+                id: self.stored.id,
+                provider_call_id: &self.call_id,
+                is_new: self.stored.is_new(),
+            }),
+            Operation::SendCallData => serde_json::to_vec(&SendCallDataResponse {
+                success: true,
+                call_id: &self.call_id,
+                service_call_id: self.stored.id.to_string(),
+                message: match self.stored.outcome {
+                    Outcome::Created => "Call stored",
+                    Outcome::Unchanged => "Call already stored; nothing changed",
+                    Outcome::Revised => "Call already stored; its content was updated",
+                },
+            }),
+        };
+        respond::json(status, body.unwrap_or_default(), "application/json", request_id)
+    }
+}
+
+async fn process(app: &App, operation: Operation, request: &Request, log: &mut RequestLog) -> Result<Reply, Problem> {
+    if request.method() != Method::POST {
+        return Err(Problem::new(405, "method-not-allowed", "Method not allowed", "this endpoint accepts POST only"));
+    }
+    let token = token_from_headers(request.headers()).map_err(denied)?;
+    let body = request.body().as_ref();
+    let body_problem = body_problem(app, request);
+    match operation {
+        Operation::CreateCall => {
+            let query = query(request);
+            let agent = query.as_ref().ok().map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
+            let lookup = lookup(app, token, agent).await?;
+            let principal = lookup.authenticate(operation).map_err(denied)?;
+            let (workspace_id, _) = query.map_err(Problem::invalid)?;
+            let workspace_id = principal.workspace(Some(workspace_id)).map_err(denied)?;
+            log.workspace = Some(workspace_id);
+            let agent = lookup.authorize(workspace_id).map_err(denied)?;
+            if let Some(p) = body_problem {
+                return Err(p);
+            }
+            let parsed = call::parse_create_call(body).map_err(|e| Problem::unreadable(&e))?;
+            let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
+            store(app, workspace_id, &agent.id, &doc, body, log).await
+        }
+        Operation::SendCallData => {
+            // The agent is named in the body: read it (without judging it yet) so the
+            // credential and the agent cost one round trip together.
+            let parsed = if body_problem.is_none() { Some(call::parse_send_call_data(body)) } else { None };
+            let agent_id = parsed
+                .as_ref()
+                .and_then(|p| p.as_ref().ok())
+                .and_then(|p| p.agent_id.clone())
+                .filter(|id| !id.is_empty() && id.chars().count() <= 200);
+            let lookup = lookup(app, token, agent_id.as_deref().map(AgentRef::Id)).await?;
+            let principal = lookup.authenticate(operation).map_err(denied)?;
+            let workspace_id = match principal {
+                Principal::ApiKey { workspace_id, .. } => workspace_id,
+                Principal::Session { .. } => return Err(denied(Denied::Unauthorized)),
+            };
+            log.workspace = Some(workspace_id);
+            if let Some(p) = body_problem {
+                return Err(p);
+            }
+            let parsed = match parsed {
+                Some(p) => p.map_err(|e| Problem::unreadable(&e))?,
+                None => return Err(Problem::new(500, "internal", "Internal error", "body was not read")),
+            };
+            let agent = match agent_id {
+                Some(_) => Some(lookup.authorize(workspace_id).map_err(denied)?),
+                None => None,
+            };
+            let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
+            let agent = agent.ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
+            store(app, workspace_id, &agent.id, &doc, body, log).await
+        }
+    }
+}
+
+async fn lookup(app: &App, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, Problem> {
+    app.directory.lookup(token, agent).await.map_err(store_problem)
+}
+
+async fn store(app: &App, workspace_id: u64, agent_id: &str, doc: &CallDocument, raw: &[u8], log: &mut RequestLog) -> Result<Reply, Problem> {
+    let stored = app.store.put_call(Owner { workspace_id, agent_id }, doc, raw).await.map_err(store_problem)?;
+    log.stored = Some(stored);
+    Ok(Reply { stored, call_id: doc.call_id().to_owned() })
+}
+
+/// 413 and 415, which are only told to an authenticated caller.
+fn body_problem(app: &App, request: &Request) -> Option<Problem> {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let limit = app.config.max_body_bytes;
+    if request.body().len() > limit || declared.is_some_and(|d| d > limit as u64) {
+        return Some(Problem::new(413, "payload-too-large", "Request body too large", format!("the body must be at most {limit} bytes")));
+    }
+    if let Some(content_type) = request.headers().get(header::CONTENT_TYPE) {
+        if !is_json(content_type.to_str().unwrap_or_default()) {
+            return Some(Problem::new(415, "unsupported-media-type", "Unsupported media type", "the body must be application/json"));
+        }
+    }
+    None
+}
+
+/// `application/json`, or any `+json` type, parameters ignored.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Operation B's query: a positive integer `workspace_id` and a non-empty
+/// `agent_remote_identifier`.
+fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
+    let params = request.query_string_parameters();
+    let mut errors = Vec::new();
+    let workspace = match params.first("workspace_id") {
+        None => {
+            errors.push(Violation::new("/query/workspace_id", Code::Required, "is required"));
+            None
+        }
+        Some(w) => match w.trim().parse::<u64>() {
+            Ok(id) if id > 0 => Some(id),
+            _ => {
+                errors.push(Violation::new("/query/workspace_id", Code::Type, "must be a positive integer"));
+                None
+            }
+        },
+    };
+    let remote = match params.first("agent_remote_identifier") {
+        Some(r) if !r.is_empty() => Some(r.to_owned()),
+        Some(_) => {
+            errors.push(Violation::new("/query/agent_remote_identifier", Code::Length, "must not be empty"));
+            None
+        }
+        None => {
+            errors.push(Violation::new("/query/agent_remote_identifier", Code::Required, "is required"));
+            None
+        }
+    };
+    match (workspace, remote) {
+        (Some(w), Some(r)) => Ok((w, r)),
+        _ => Err(errors),
+    }
+}
+
+fn denied(d: Denied) -> Problem {
+    match d {
+        Denied::Unauthorized => Problem::new(401, "unauthorized", "Unauthorized", "send a valid credential: Authorization: Bearer <API key>"),
+        Denied::Forbidden => Problem::new(403, "forbidden", "Forbidden", "the credential is not valid for this workspace"),
+        Denied::AgentNotFound => Problem::new(404, "agent-not-found", "Agent not found", "no such agent in this workspace"),
+    }
+}
+
+fn store_problem(e: StoreError) -> Problem {
+    match e {
+        StoreError::Unavailable(reason) => {
+            tracing::warn!(%reason, "storage unavailable");
+            Problem::new(503, "unavailable", "Service unavailable", "storage is busy or unreachable; retry the same request")
+        }
+        StoreError::Internal(reason) => {
+            tracing::error!(%reason, "storage failed");
+            Problem::new(500, "internal", "Internal error", "the call could not be stored; quote the request id when reporting this")
+        }
+    }
+}
+
+/// The Lambda request id, else API Gateway's, else a fresh one.
+fn request_id(request: &Request) -> String {
+    if let Some(ctx) = request.lambda_context_ref() {
+        if !ctx.request_id.is_empty() {
+            return ctx.request_id.clone();
+        }
+    }
+    use lambda_http::request::RequestContext;
+    let from_gateway = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(c)) => c.request_id.clone(),
+        Some(RequestContext::ApiGatewayV1(c)) => c.request_id.clone(),
+        _ => None,
+    };
+    from_gateway.filter(|id| !id.is_empty()).unwrap_or_else(|| crate::store::random_hex(16).unwrap_or_else(|_| "unknown".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json;
+
+    #[test]
+    fn json_media_types_are_recognised() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(is_json("application/problem+json"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json("application/x-www-form-urlencoded"));
+    }
+}

@@ -1,0 +1,98 @@
+//! Item keys and typed reading of DynamoDB attribute maps.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+/// A DynamoDB item.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// Partition key of a call: one namespace per workspace, shared by both operations.
+pub fn call_pk(workspace_id: u64, call_id: &str) -> String {
+    format!("CALL#{workspace_id}#{call_id}")
+}
+
+/// The workspace and call id a call partition key holds.
+pub fn parse_call_pk(pk: &str) -> Option<(u64, &str)> {
+    let rest = pk.strip_prefix("CALL#")?;
+    let (workspace, call_id) = rest.split_once('#')?;
+    Some((workspace.parse().ok()?, call_id))
+}
+
+pub const HEAD: &str = "HEAD";
+
+/// Sort key of an earlier revision, zero-padded so that they sort in order.
+pub fn revision_sk(revision: u64) -> String {
+    format!("REV#{revision:010}")
+}
+
+/// Sort key prefix of the chunks of one submission.
+pub fn chunk_prefix(nonce: &str) -> String {
+    format!("CHUNK#{nonce}#")
+}
+
+/// Sort key of chunk `i` of a submission.
+pub fn chunk_sk(nonce: &str, i: usize) -> String {
+    format!("CHUNK#{nonce}#{i:05}")
+}
+
+pub fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+pub fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// A string attribute.
+pub fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name)?.as_s().ok().map(String::as_str)
+}
+
+/// A number attribute that is a whole non-negative number.
+pub fn get_u64(item: &Item, name: &str) -> Option<u64> {
+    item.get(name)?.as_n().ok()?.parse().ok()
+}
+
+/// A binary attribute.
+pub fn get_b<'a>(item: &'a Item, name: &str) -> Option<&'a [u8]> {
+    item.get(name)?.as_b().ok().map(|b| b.as_ref())
+}
+
+/// The size DynamoDB bills an item at: attribute names plus values (strings and binaries
+/// by length, numbers about one byte per two digits).
+pub fn item_size(item: &Item) -> usize {
+    item.iter().map(|(name, value)| name.len() + value_size(value)).sum()
+}
+
+fn value_size(v: &AttributeValue) -> usize {
+    match v {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(n) => n.len().div_ceil(2) + 1,
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::L(l) => 3 + l.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        AttributeValue::M(m) => 3 + m.iter().map(|(k, v)| 1 + k.len() + value_size(v)).sum::<usize>(),
+        AttributeValue::Ss(l) => l.iter().map(String::len).sum(),
+        AttributeValue::Ns(l) => l.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+        AttributeValue::Bs(l) => l.iter().map(|b| b.as_ref().len()).sum(),
+        _ => 0,
+    }
+}
+
+/// Write units DynamoDB charges for writing `size` bytes: one per started KiB.
+pub fn write_units(size: usize) -> usize {
+    size.div_ceil(1024).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_keys_round_trip_even_with_hashes_in_the_call_id() {
+        let pk = call_pk(7, "abc#def");
+        assert_eq!(parse_call_pk(&pk), Some((7, "abc#def")));
+        assert!(revision_sk(2) < revision_sk(10));
+    }
+}

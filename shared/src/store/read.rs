@@ -1,0 +1,181 @@
+//! Reading calls back: by (workspace, provider call id) or by internal id, with their
+//! revisions, chunks reassembled; and listing an agent's calls.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::Serialize;
+
+use super::item::{call_pk, chunk_prefix, get_b, get_s, get_u64, parse_call_pk, s, Item};
+use super::{codec, tables, Store, StoreError};
+
+/// One stored submission of a call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredRevision {
+    pub revision: u64,
+    pub digest: String,
+    pub updated_at: u64,
+    /// The normalised document.
+    pub document: serde_json::Value,
+    /// The request body exactly as received.
+    #[serde(skip)]
+    pub raw: Vec<u8>,
+}
+
+/// A call as stored: its current content and, when asked for, the earlier ones.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredCall {
+    pub id: u64,
+    pub workspace_id: u64,
+    pub agent_id: String,
+    pub call_id: String,
+    pub operation: String,
+    pub created_at: u64,
+    pub current: StoredRevision,
+    /// Earlier revisions, oldest first (empty unless asked for).
+    pub revisions: Vec<StoredRevision>,
+}
+
+/// A line of a call listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallSummary {
+    pub id: u64,
+    pub call_id: String,
+    pub operation: String,
+    pub revision: u64,
+    pub start_ms: u64,
+    pub duration_ms: Option<u64>,
+    pub call_status: Option<String>,
+    pub user_sentiment: Option<String>,
+}
+
+impl Store {
+    /// The call `call_id` of `workspace_id`, or `None`.
+    pub async fn get_call(&self, workspace_id: u64, call_id: &str, with_revisions: bool) -> Result<Option<StoredCall>, StoreError> {
+        let pk = call_pk(workspace_id, call_id);
+        let Some(head) = self.head(&pk).await? else {
+            return Ok(None);
+        };
+        let current = self.revision(&pk, &head).await?;
+        let mut revisions = Vec::new();
+        if with_revisions {
+            for item in self.query_prefix(&pk, "REV#").await? {
+                revisions.push(self.revision(&pk, &item).await?);
+            }
+        }
+        Ok(Some(StoredCall {
+            id: get_u64(&head, "id").unwrap_or_default(),
+            workspace_id,
+            agent_id: get_s(&head, "agent_id").unwrap_or_default().to_owned(),
+            call_id: call_id.to_owned(),
+            operation: get_s(&head, "operation").unwrap_or_default().to_owned(),
+            created_at: get_u64(&head, "created_at").unwrap_or_default(),
+            current,
+            revisions,
+        }))
+    }
+
+    /// The call with internal id `id`, or `None`.
+    pub async fn get_call_by_id(&self, id: u64, with_revisions: bool) -> Result<Option<StoredCall>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(tables::BY_ID.name)
+            .key_condition_expression("id = :id")
+            .expression_attribute_values(":id", AttributeValue::N(id.to_string()))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        let Some(pk) = out.items().iter().find_map(|i| get_s(i, "pk").map(str::to_owned)) else {
+            return Ok(None);
+        };
+        let Some((workspace_id, call_id)) = parse_call_pk(&pk) else {
+            return Ok(None);
+        };
+        self.get_call(workspace_id, call_id, with_revisions).await
+    }
+
+    /// The latest `limit` calls of an agent, newest first.
+    pub async fn list_calls(&self, workspace_id: u64, agent_id: &str, limit: i32) -> Result<Vec<CallSummary>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(tables::BY_AGENT_START.name)
+            .key_condition_expression("agent_key = :k")
+            .expression_attribute_values(":k", s(format!("{workspace_id}#{agent_id}")))
+            .scan_index_forward(false)
+            .limit(limit.max(1))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(out
+            .items()
+            .iter()
+            .map(|i| CallSummary {
+                id: get_u64(i, "id").unwrap_or_default(),
+                call_id: get_s(i, "call_id").unwrap_or_default().to_owned(),
+                operation: get_s(i, "operation").unwrap_or_default().to_owned(),
+                revision: get_u64(i, "revision").unwrap_or(1),
+                start_ms: get_u64(i, "start_ms").unwrap_or_default(),
+                duration_ms: get_u64(i, "duration_ms"),
+                call_status: get_s(i, "call_status").map(str::to_owned),
+                user_sentiment: get_s(i, "user_sentiment").map(str::to_owned),
+            })
+            .collect())
+    }
+
+    /// Decodes a head or revision item, fetching its chunks when it has them.
+    async fn revision(&self, pk: &str, item: &Item) -> Result<StoredRevision, StoreError> {
+        let frame = match get_b(item, "body") {
+            Some(body) => body.to_vec(),
+            None => {
+                let nonce = get_s(item, "chunk_nonce").ok_or_else(|| StoreError::Internal("item has neither body nor chunks".into()))?;
+                let expected = get_u64(item, "chunks").unwrap_or_default() as usize;
+                let chunks = self.query_prefix(pk, &chunk_prefix(nonce)).await?;
+                if chunks.len() != expected {
+                    return Err(StoreError::Internal(format!("{} of {expected} chunks found", chunks.len())));
+                }
+                chunks.iter().flat_map(|c| get_b(c, "data").unwrap_or_default().iter().copied()).collect()
+            }
+        };
+        let unpacked = codec::unpack(&frame).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let document = serde_json::from_slice(&unpacked.document).map_err(|e| StoreError::Internal(e.to_string()))?;
+        Ok(StoredRevision {
+            revision: get_u64(item, "revision").unwrap_or(1),
+            digest: get_s(item, "digest").unwrap_or_default().to_owned(),
+            updated_at: get_u64(item, "updated_at").unwrap_or_default(),
+            document,
+            raw: unpacked.raw,
+        })
+    }
+
+    /// Every item of the call partition whose sort key starts with `prefix`, in order.
+    async fn query_prefix(&self, pk: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":pk", s(pk))
+                .expression_attribute_values(":prefix", s(prefix))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    /// The raw head item (for tests and tools that check what was written).
+    pub async fn raw_head(&self, workspace_id: u64, call_id: &str) -> Result<Option<Item>, StoreError> {
+        self.head(&call_pk(workspace_id, call_id)).await
+    }
+}

@@ -1,0 +1,149 @@
+//! The two tables' definitions, in one place: `callctl tables create` and the tests create
+//! them from here, and a test compares them with `template.yaml`.
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, TimeToLiveSpecification,
+};
+use aws_sdk_dynamodb::Client;
+
+use super::StoreError;
+
+/// Partition and sort key names of both tables.
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+/// The TTL attribute of both tables (epoch seconds).
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+/// A global secondary index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Index {
+    pub name: &'static str,
+    pub hash: (&'static str, ScalarKind),
+    pub range: Option<(&'static str, ScalarKind)>,
+    /// `None`: keys only; `Some(list)`: those attributes as well.
+    pub include: Option<&'static [&'static str]>,
+}
+
+/// The type of a key attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarKind {
+    S,
+    N,
+}
+
+/// A table: its key, indexes, TTL and stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableDef {
+    /// The template's logical id.
+    pub logical_id: &'static str,
+    pub indexes: &'static [Index],
+    pub stream_new_images: bool,
+}
+
+/// Looks up calls by internal id.
+pub const BY_ID: Index = Index { name: "by-id", hash: ("id", ScalarKind::N), range: None, include: None };
+/// Lists an agent's calls by start time.
+pub const BY_AGENT_START: Index = Index {
+    name: "by-agent-start",
+    hash: ("agent_key", ScalarKind::S),
+    range: Some(("start_ms", ScalarKind::N)),
+    include: Some(&[
+        "call_id",
+        "id",
+        "operation",
+        "revision",
+        "end_ms",
+        "duration_ms",
+        "call_status",
+        "user_sentiment",
+        "created_at",
+    ]),
+};
+
+/// The Calls table.
+pub const CALLS: TableDef = TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_AGENT_START], stream_new_images: true };
+/// The Directory table.
+pub const DIRECTORY: TableDef = TableDef { logical_id: "DirectoryTable", indexes: &[], stream_new_images: false };
+
+impl TableDef {
+    /// Every attribute that is a key of the table or of an index, with its type.
+    pub fn key_attributes(&self) -> Vec<(&'static str, ScalarKind)> {
+        let mut out = vec![(PK, ScalarKind::S), (SK, ScalarKind::S)];
+        for index in self.indexes {
+            out.push(index.hash);
+            out.extend(index.range);
+        }
+        out
+    }
+
+    /// Creates the table `name` if it does not exist yet, waits until it is active and
+    /// turns on TTL. Answers whether it created it.
+    pub async fn create(&self, client: &Client, name: &str) -> Result<bool, StoreError> {
+        let kind = |k: ScalarKind| match k {
+            ScalarKind::S => ScalarAttributeType::S,
+            ScalarKind::N => ScalarAttributeType::N,
+        };
+        let key = |hash: &str, range: Option<&str>| -> Result<Vec<KeySchemaElement>, StoreError> {
+            let mut keys = vec![KeySchemaElement::builder().attribute_name(hash).key_type(KeyType::Hash).build()?];
+            if let Some(range) = range {
+                keys.push(KeySchemaElement::builder().attribute_name(range).key_type(KeyType::Range).build()?);
+            }
+            Ok(keys)
+        };
+        let mut request = client
+            .create_table()
+            .table_name(name)
+            .billing_mode(BillingMode::PayPerRequest)
+            .set_key_schema(Some(key(PK, Some(SK))?));
+        for (attribute, k) in self.key_attributes() {
+            request = request
+                .attribute_definitions(AttributeDefinition::builder().attribute_name(attribute).attribute_type(kind(k)).build()?);
+        }
+        for index in self.indexes {
+            let projection = match index.include {
+                None => Projection::builder().projection_type(ProjectionType::KeysOnly).build(),
+                Some(list) => Projection::builder()
+                    .projection_type(ProjectionType::Include)
+                    .set_non_key_attributes(Some(list.iter().map(|s| s.to_string()).collect()))
+                    .build(),
+            };
+            request = request.global_secondary_indexes(
+                GlobalSecondaryIndex::builder()
+                    .index_name(index.name)
+                    .set_key_schema(Some(key(index.hash.0, index.range.map(|r| r.0))?))
+                    .projection(projection)
+                    .build()?,
+            );
+        }
+        if self.stream_new_images {
+            request = request.stream_specification(
+                aws_sdk_dynamodb::types::StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(aws_sdk_dynamodb::types::StreamViewType::NewImage)
+                    .build()?,
+            );
+        }
+        let created = match request.send().await {
+            Ok(_) => true,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => false,
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        };
+        client
+            .update_time_to_live()
+            .table_name(name)
+            .time_to_live_specification(TimeToLiveSpecification::builder().attribute_name(TTL_ATTRIBUTE).enabled(true).build()?)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| {
+                // Turning TTL on twice is refused; that is the state we want.
+                if e.as_service_error().is_some_and(|s| format!("{s}").contains("already enabled")) || !created {
+                    Ok(())
+                } else {
+                    Err(StoreError::from_sdk(e))
+                }
+            })?;
+        Ok(created)
+    }
+}
