@@ -4,22 +4,32 @@
     local_dynamodb.py --port 8000                 # until interrupted (make run)
     local_dynamodb.py --port 0 --watch-stdin      # tests: prints the port, exits when stdin closes
 
+Requests are handled one at a time. DynamoDB makes each request atomic; moto does not:
+its TransactWriteItems restores a snapshot of the table when a transaction is cancelled,
+which on a threaded server erases a concurrent transaction that had committed. Serving
+requests one at a time restores DynamoDB's guarantee (connections stay concurrent).
+
 With --watch-stdin the server stops as soon as its parent goes away (its end of the pipe
 closes), so a test run never leaves a server behind.
 """
 import argparse
 import signal
-import socket
 import sys
 import threading
 
-from moto.server import ThreadedMotoServer
+from moto.moto_server.threaded_moto_server import MotoRequestHandler
+from moto.server import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import make_server
 
 
-def free_port(host):
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+def one_at_a_time(app):
+    lock = threading.Lock()
+
+    def serial(environ, start_response):
+        with lock:
+            return list(app(environ, start_response))
+
+    return serial
 
 
 def main():
@@ -28,17 +38,17 @@ def main():
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--watch-stdin", action="store_true")
     a = p.parse_args()
-    port = a.port or free_port(a.host)
-    server = ThreadedMotoServer(ip_address=a.host, port=port, verbose=False)
-    server.start()
-    print(f"READY {port}", flush=True)
+    app = one_at_a_time(DomainDispatcherApplication(create_backend_app))
+    server = make_server(a.host, a.port, app, threaded=True, request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"READY {server.server_address[1]}", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     if a.watch_stdin:
         threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
     done.wait()
-    server.stop()
+    server.shutdown()
 
 
 if __name__ == "__main__":
