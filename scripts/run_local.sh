@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `make run`: the local stack. DynamoDB (moto) on 127.0.0.1:$1, the tables, a development
+# workspace, agent and API key (kept in .local/dev.json and re-created from it after a
+# restart, so the same key keeps working), then both functions on http://127.0.0.1:$2 at
+# their production paths until interrupted. Stops what it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DYNAMODB_PORT=${1:-8000}
+API_PORT=${2:-9000}
+export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:${DYNAMODB_PORT}"
+export AWS_REGION=${AWS_REGION:-us-east-1}
+export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
+export CALLS_TABLE=${CALLS_TABLE:-calls} DIRECTORY_TABLE=${DIRECTORY_TABLE:-directory}
+export RUST_LOG=${RUST_LOG:-info}
+target=${CARGO_TARGET_DIR:-target}
+
+if (exec 3<>"/dev/tcp/127.0.0.1/${DYNAMODB_PORT}") 2>/dev/null; then
+  echo "port ${DYNAMODB_PORT} is in use; stop what runs there or set DYNAMODB_PORT" >&2
+  exit 1
+fi
+.venv/bin/python scripts/local_dynamodb.py --port "${DYNAMODB_PORT}" >/dev/null &
+dynamodb=$!
+trap 'kill "$dynamodb" 2>/dev/null || true; wait 2>/dev/null || true' EXIT INT TERM
+for _ in $(seq 50); do
+  (exec 3<>"/dev/tcp/127.0.0.1/${DYNAMODB_PORT}") 2>/dev/null && break
+  sleep 0.2
+done
+
+cargo build --quiet -p callctl
+callctl="${target}/debug/callctl"
+"$callctl" tables create
+.venv/bin/python scripts/dev_setup.py "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json
+.venv/bin/python scripts/dev_setup.py --curl .local/dev.json
+
+echo "Serving both functions on http://127.0.0.1:${API_PORT} (Ctrl-C stops everything)."
+cargo lambda watch -A 127.0.0.1 -P "${API_PORT}"

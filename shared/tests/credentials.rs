@@ -1,0 +1,175 @@
+//! Every row of the contract's credential table, for both operations, through the handler
+//! and a real DynamoDB protocol; and no secret at rest.
+
+mod http_support;
+mod support;
+
+use std::time::Duration;
+
+use call_ingest::directory::admin::Issued;
+use call_ingest::http::App;
+use call_ingest::Operation;
+use http_support::*;
+use support::Tables;
+
+struct Fixture {
+    t: Tables,
+    app: App,
+    key1: Issued,
+    key2: Issued,
+    agent1: String,
+    agent2: String,
+}
+
+const REMOTE1: &str = "agent-one";
+const REMOTE2: &str = "agent-two";
+
+async fn fixture(cache_secs: &str) -> Fixture {
+    let t = Tables::new().await;
+    let app = t.app(&[("DIRECTORY_CACHE_TTL_SECS", cache_secs)]);
+    let d = &app.directory;
+    let w1 = d.create_workspace("one").await.unwrap();
+    let w2 = d.create_workspace("two").await.unwrap();
+    d.create_workspace("three").await.unwrap();
+    assert_eq!((w1.id, w2.id), (1, 2));
+    let agent1 = d.create_agent(1, REMOTE1, None, None).await.unwrap().id;
+    let agent2 = d.create_agent(2, REMOTE2, None, None).await.unwrap().id;
+    let key1 = d.create_api_key(1, "k1").await.unwrap();
+    let key2 = d.create_api_key(2, "k2").await.unwrap();
+    Fixture { t, app, key1, key2, agent1, agent2 }
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+async fn post_b(f: &Fixture, auth: Option<&str>, workspace: &str, remote: &str, call_id: &str) -> Answer {
+    let q = [("workspace_id", workspace), ("agent_remote_identifier", remote)];
+    send(&f.app, Operation::CreateCall, request(Operation::CreateCall, auth, &q, &create_call_body(call_id))).await
+}
+
+async fn post_a(f: &Fixture, auth: Option<&str>, agent: &str, call_id: &str) -> Answer {
+    send(&f.app, Operation::SendCallData, request(Operation::SendCallData, auth, &[], &send_call_data_body(agent, call_id))).await
+}
+
+fn assert_unauthorized(a: &Answer) {
+    assert_eq!(a.status, 401, "{}", a.body);
+    assert_eq!(a.header("www-authenticate"), Some("Bearer"));
+    assert!(a.header("x-request-id").is_some());
+}
+
+#[tokio::test]
+async fn missing_malformed_and_unknown_credentials_are_401_on_both_operations() {
+    let f = fixture("60").await;
+    for auth in [None, Some("Bearer"), Some("Basic abc"), Some("Bearer cik_not_a_real_key_at_all")] {
+        assert_unauthorized(&post_b(&f, auth, "1", REMOTE1, "c1").await);
+        assert_unauthorized(&post_a(&f, auth, &f.agent1, "c1").await);
+    }
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn a_valid_key_is_accepted_in_any_scheme_case_and_as_x_api_key() {
+    let f = fixture("60").await;
+    let lower = format!("  bearer   {}  ", f.key1.token);
+    assert_eq!(post_b(&f, Some(&lower), "1", REMOTE1, "c-lower").await.status, 201);
+    assert_eq!(post_a(&f, Some(&bearer(&f.key1.token)), &f.agent1, "c-a").await.status, 201);
+    let mut req = request(Operation::SendCallData, None, &[], &send_call_data_body(&f.agent1, "c-x"));
+    req.headers_mut().insert("x-api-key", f.key1.token.parse().unwrap());
+    assert_eq!(send(&f.app, Operation::SendCallData, req).await.status, 201);
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn a_key_of_workspace_two_sent_for_workspace_one_is_403() {
+    let f = fixture("60").await;
+    let a = post_b(&f, Some(&bearer(&f.key2.token)), "1", REMOTE1, "c1").await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert_eq!(a.body["type"], "urn:call-ingest:problem:forbidden");
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn a_session_works_for_its_workspaces_only_and_never_for_operation_a() {
+    let f = fixture("60").await;
+    let session = f.app.directory.create_session("ada", &[1, 2], Duration::from_secs(3600)).await.unwrap();
+    let auth = bearer(&session.token);
+    assert_eq!(post_b(&f, Some(&auth), "1", REMOTE1, "s1").await.status, 201);
+    assert_eq!(post_b(&f, Some(&auth), "2", REMOTE2, "s2").await.status, 201);
+    assert_eq!(post_b(&f, Some(&auth), "3", REMOTE1, "s3").await.status, 403);
+    assert_unauthorized(&post_a(&f, Some(&auth), &f.agent1, "s4").await);
+    // X-API-Key carries API keys only.
+    let mut req = request(Operation::SendCallData, None, &[], &send_call_data_body(&f.agent1, "s5"));
+    req.headers_mut().insert("x-api-key", session.token.parse().unwrap());
+    assert_unauthorized(&send(&f.app, Operation::SendCallData, req).await);
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn an_expired_session_is_401() {
+    let f = fixture("0").await;
+    let session = f.app.directory.create_session("bob", &[1], Duration::from_secs(1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_unauthorized(&post_b(&f, Some(&bearer(&session.token)), "1", REMOTE1, "late").await);
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn a_revoked_key_is_401_once_its_cache_entry_expires() {
+    let f = fixture("1").await;
+    let auth = bearer(&f.key1.token);
+    assert_eq!(post_b(&f, Some(&auth), "1", REMOTE1, "before").await.status, 201);
+    f.app.directory.revoke(&f.key1.public_id).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_unauthorized(&post_b(&f, Some(&auth), "1", REMOTE1, "after").await);
+    assert_unauthorized(&post_a(&f, Some(&auth), &f.agent1, "after-a").await);
+    let keys = f.app.directory.list_keys(1).await.unwrap();
+    assert!(keys.iter().any(|k| k.public_id == f.key1.public_id && k.revoked_at.is_some()));
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn an_agent_of_another_workspace_is_404_exactly_like_a_missing_one() {
+    let f = fixture("60").await;
+    let auth = bearer(&f.key1.token);
+    let other = post_b(&f, Some(&auth), "1", REMOTE2, "x").await;
+    let missing = post_b(&f, Some(&auth), "1", "no-such-agent", "x").await;
+    assert_eq!((other.status, missing.status), (404, 404));
+    let strip = |mut v: serde_json::Value| {
+        v.as_object_mut().unwrap().remove("request_id");
+        v
+    };
+    assert_eq!(strip(other.body), strip(missing.body));
+    let other_a = post_a(&f, Some(&auth), &f.agent2, "y").await;
+    let missing_a = post_a(&f, Some(&auth), "agt_nope", "y").await;
+    assert_eq!((other_a.status, missing_a.status), (404, 404));
+    assert_eq!(strip(other_a.body), strip(missing_a.body));
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn credentials_are_checked_before_the_body() {
+    let f = fixture("60").await;
+    let q = [("workspace_id", "1"), ("agent_remote_identifier", REMOTE1)];
+    let bad = serde_json::json!({"call_id": 7});
+    let a = send(&f.app, Operation::CreateCall, request(Operation::CreateCall, None, &q, &bad)).await;
+    assert_unauthorized(&a);
+    assert!(a.body.get("errors").is_none(), "an anonymous caller learns nothing of the schema");
+    let a = send(&f.app, Operation::SendCallData, request(Operation::SendCallData, Some("Bearer cik_wrong"), &[], &bad)).await;
+    assert_unauthorized(&a);
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn no_secret_is_stored_in_the_directory() {
+    let f = fixture("60").await;
+    let session = f.app.directory.create_session("carol", &[1], Duration::from_secs(60)).await.unwrap();
+    let secrets: Vec<String> = [&f.key1.token, &f.key2.token, &session.token].iter().map(|t| t.to_string()).collect();
+    let dump = format!("{:?}", f.t.scan(&f.t.directory).await);
+    for token in &secrets {
+        assert!(!dump.contains(token.as_str()), "a token is stored");
+        // The secret part: everything after the public id.
+        assert!(!dump.contains(&token[12..]), "a secret part is stored");
+    }
+    f.t.delete().await;
+}
