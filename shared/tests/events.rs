@@ -1,0 +1,126 @@
+//! The files in `events/` fed straight to the handler (as Lambda would), with the local
+//! DynamoDB, each giving its documented status; plus the statuses no event file covers
+//! and what the request log may never contain.
+
+mod http_support;
+mod support;
+
+use call_ingest::directory::credentials::Secret;
+use call_ingest::http::{handle, App};
+use call_ingest::Operation;
+use http_support::*;
+use lambda_http::http::Method;
+use support::Tables;
+
+/// The key, workspace and agents the event files carry (see events/README.md).
+const EVENTS_KEY: &str = "cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6";
+
+async fn app_with_event_fixtures(t: &Tables) -> App {
+    let app = t.app(&[]);
+    let d = &app.directory;
+    assert_eq!(d.create_workspace("events").await.unwrap().id, 1);
+    d.create_agent(1, "events-agent", Some("Events"), Some("agt_events")).await.unwrap();
+    d.register_api_key(1, "events", Secret::from_token(EVENTS_KEY.to_owned())).await.unwrap();
+    app
+}
+
+fn event(path: &str) -> lambda_http::Request {
+    let text = std::fs::read_to_string(support::root().join("events").join(path)).unwrap();
+    lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[tokio::test]
+async fn every_event_file_gives_its_documented_status() {
+    let t = Tables::new().await;
+    let app = app_with_event_fixtures(&t).await;
+    let cases = [
+        ("create-call/valid.json", Operation::CreateCall, 201),
+        ("create-call/replay.json", Operation::CreateCall, 200),
+        ("create-call/invalid-body.json", Operation::CreateCall, 422),
+        ("create-call/missing-credential.json", Operation::CreateCall, 401),
+        ("create-call/too-large.json", Operation::CreateCall, 413),
+        ("create-call/rest-v1-valid.json", Operation::CreateCall, 201),
+        ("send-call-data/valid.json", Operation::SendCallData, 201),
+        ("send-call-data/replay.json", Operation::SendCallData, 200),
+        ("send-call-data/invalid-body.json", Operation::SendCallData, 422),
+        ("send-call-data/missing-credential.json", Operation::SendCallData, 401),
+        ("send-call-data/too-large.json", Operation::SendCallData, 413),
+    ];
+    let mut ids = std::collections::HashMap::new();
+    for (file, op, status) in cases {
+        let a = read(handle(&app, op, event(file)).await);
+        assert_eq!(a.status, status, "{file}: {}", a.body);
+        assert!(a.header("x-request-id").is_some_and(|id| !id.is_empty()), "{file}: X-Request-Id");
+        let id = a.body.get("id").or_else(|| a.body.get("serviceCallId")).cloned();
+        if let Some(id) = id {
+            let call = a.body.get("provider_call_id").or_else(|| a.body.get("callId")).cloned();
+            if let Some(first) = ids.insert(call, id.clone()) {
+                assert_eq!(first, id, "{file}: a replay answers the same id");
+            }
+        }
+    }
+    let stored = app.store.get_call(1, "evt-call-0001", true).await.unwrap().unwrap();
+    assert!(stored.revisions.is_empty(), "a replay in another key order is not a new revision");
+    assert_eq!(stored.current.document["call"]["user_sentiment"], "positive");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn other_methods_get_405_with_allow_post() {
+    let t = Tables::new().await;
+    let app = app_with_event_fixtures(&t).await;
+    let mut req = event("create-call/valid.json");
+    *req.method_mut() = Method::GET;
+    let a = read(handle(&app, Operation::CreateCall, req).await);
+    assert_eq!((a.status, a.header("allow")), (405, Some("POST")));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_is_400_and_a_non_json_content_type_415() {
+    let t = Tables::new().await;
+    let app = app_with_event_fixtures(&t).await;
+    let auth = format!("Bearer {EVENTS_KEY}");
+    let q = [("workspace_id", "1"), ("agent_remote_identifier", "events-agent")];
+    let mut req = request(Operation::CreateCall, Some(&auth), &q, &serde_json::json!({}));
+    *req.body_mut() = lambda_http::Body::from("{not json");
+    let a = send(&app, Operation::CreateCall, req).await;
+    assert_eq!((a.status, a.header("content-type")), (400, Some("application/problem+json")));
+    let mut req = request(Operation::CreateCall, Some(&auth), &q, &serde_json::json!([1, 2]));
+    assert_eq!(send(&app, Operation::CreateCall, req).await.status, 400);
+    req = request(Operation::CreateCall, Some(&auth), &q, &create_call_body("ct"));
+    req.headers_mut().insert("content-type", "text/plain".parse().unwrap());
+    assert_eq!(send(&app, Operation::CreateCall, req).await.status, 415);
+    let a = send(&app, Operation::CreateCall, request(Operation::CreateCall, Some(&auth), &[("workspace_id", "x")], &create_call_body("q"))).await;
+    assert_eq!(a.status, 422);
+    let pointers: Vec<&str> = a.body["errors"].as_array().unwrap().iter().filter_map(|e| e["pointer"].as_str()).collect();
+    assert_eq!(pointers, ["/query/agent_remote_identifier", "/query/workspace_id"]);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn operation_a_errors_carry_success_false_and_a_message() {
+    let t = Tables::new().await;
+    let app = app_with_event_fixtures(&t).await;
+    let a = read(handle(&app, Operation::SendCallData, event("send-call-data/invalid-body.json")).await);
+    assert_eq!(a.status, 422);
+    assert_eq!(a.body["success"], false);
+    assert!(a.body["message"].as_str().is_some_and(|m| !m.is_empty()));
+    assert!(a.body["errors"].as_array().is_some_and(|e| !e.is_empty()));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn unreachable_dynamodb_is_503_with_retry_after_and_nothing_internal() {
+    let t = Tables::new().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let dead = support::client_at(&format!("http://127.0.0.1:{port}")).await;
+    let app = App::new(t.config(&[]), dead);
+    let a = read(handle(&app, Operation::CreateCall, event("create-call/valid.json")).await);
+    assert_eq!((a.status, a.header("retry-after")), (503, Some("1")));
+    let text = a.body.to_string();
+    assert!(!text.contains("127.0.0.1") && !text.contains("dispatch"), "{text}");
+    t.delete().await;
+}

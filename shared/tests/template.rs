@@ -1,0 +1,88 @@
+//! `template.yaml` agrees with the table definitions in code, and its IAM stays
+//! least-privilege.
+
+use call_ingest::store::tables::{self, ScalarKind, TableDef};
+use serde_json::Value;
+
+fn template() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
+    serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn kind(k: ScalarKind) -> &'static str {
+    match k {
+        ScalarKind::S => "S",
+        ScalarKind::N => "N",
+    }
+}
+
+fn key_schema(v: &Value) -> Vec<(String, String)> {
+    v.as_array().unwrap().iter().map(|k| (k["AttributeName"].as_str().unwrap().to_owned(), k["KeyType"].as_str().unwrap().to_owned())).collect()
+}
+
+fn check(def: &TableDef) {
+    let t = template();
+    let props = &t["Resources"][def.logical_id]["Properties"];
+    assert_eq!(t["Resources"][def.logical_id]["Type"], "AWS::DynamoDB::Table");
+    let mut attrs: Vec<(String, String)> = props["AttributeDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["AttributeName"].as_str().unwrap().to_owned(), a["AttributeType"].as_str().unwrap().to_owned()))
+        .collect();
+    let mut expected: Vec<(String, String)> = def.key_attributes().into_iter().map(|(n, k)| (n.to_owned(), kind(k).to_owned())).collect();
+    attrs.sort();
+    expected.sort();
+    expected.dedup();
+    assert_eq!(attrs, expected, "{}: attribute definitions", def.logical_id);
+    assert_eq!(key_schema(&props["KeySchema"]), [("pk".to_owned(), "HASH".to_owned()), ("sk".to_owned(), "RANGE".to_owned())]);
+    assert_eq!(props["BillingMode"], "PAY_PER_REQUEST");
+    assert_eq!(props["TimeToLiveSpecification"]["AttributeName"], tables::TTL_ATTRIBUTE);
+    assert_eq!(props["TimeToLiveSpecification"]["Enabled"], true);
+    assert_eq!(props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], true);
+    assert_eq!(props["DeletionProtectionEnabled"], true);
+    let indexes = props["GlobalSecondaryIndexes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(indexes.len(), def.indexes.len(), "{}: index count", def.logical_id);
+    for index in def.indexes {
+        let found = indexes.iter().find(|i| i["IndexName"] == index.name).unwrap_or_else(|| panic!("index {} missing", index.name));
+        let mut keys = vec![(index.hash.0.to_owned(), "HASH".to_owned())];
+        keys.extend(index.range.map(|r| (r.0.to_owned(), "RANGE".to_owned())));
+        assert_eq!(key_schema(&found["KeySchema"]), keys, "{}: keys", index.name);
+        match index.include {
+            None => assert_eq!(found["Projection"]["ProjectionType"], "KEYS_ONLY"),
+            Some(list) => {
+                assert_eq!(found["Projection"]["ProjectionType"], "INCLUDE");
+                let mut got: Vec<&str> = found["Projection"]["NonKeyAttributes"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+                let mut want = list.to_vec();
+                got.sort();
+                want.sort();
+                assert_eq!(got, want, "{}: projected attributes", index.name);
+            }
+        }
+    }
+    let stream = props["StreamSpecification"]["StreamViewType"].as_str();
+    assert_eq!(stream, def.stream_new_images.then_some("NEW_IMAGE"), "{}: stream", def.logical_id);
+}
+
+#[test]
+fn calls_table_in_the_template_matches_the_code() {
+    check(&tables::CALLS);
+}
+
+#[test]
+fn directory_table_in_the_template_matches_the_code() {
+    check(&tables::DIRECTORY);
+}
+
+#[test]
+fn functions_have_least_privilege_iam() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    assert!(!text.contains("CrudPolicy"), "no *CrudPolicy");
+    assert!(!text.contains("dynamodb:*"), "no wildcard actions");
+    let t = template();
+    for function in ["CreateCallFunction", "SendCallDataFunction"] {
+        let f = &t["Resources"][function]["Properties"];
+        assert!(f["Policies"].is_array(), "{function} has explicit policies");
+        assert_eq!(t["Resources"][function]["Metadata"]["BuildMethod"], "rust-cargolambda");
+    }
+}
