@@ -43,7 +43,7 @@ def setup(callctl, api_url, path):
     if prev:
         agent = must(callctl, "agent", "create", "--workspace", ws, "--remote-id", prev["agent_remote_identifier"],
                      "--name", "Development agent", "--agent-id", prev["agent_id"])
-        must(callctl, "key", "import", "--workspace", ws, "--name", "development", "--token", prev["api_key"])
+        must(callctl, "key", "create", "--workspace", ws, "--name", "development", "--token", prev["api_key"])
         key = prev["api_key"]
         print(f"Re-created the development workspace, agent and key of {path}.")
     else:

@@ -1,1 +1,104 @@
-fn main() {}
+//! `callctl`: the operator's command line for call-ingest. It sets up the tables, workspaces,
+//! agents, API keys and sessions, and reads stored calls back.
+//!
+//! It reads the same environment as the functions (`CALLS_TABLE`, `DIRECTORY_TABLE`,
+//! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION`, ...). Output is text for people, or exactly one
+//! JSON document with `--json`. A failure prints one line, `callctl: <reason>`, on stderr
+//! and exits 1 (2 for a command line clap cannot make sense of).
+
+mod commands;
+mod output;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use call_ingest::config::{self, Config};
+use call_ingest::http::App;
+use clap::{Parser, Subcommand};
+
+use commands::{agent, call, key, session, tables, workspace};
+use output::Output;
+
+/// Operator CLI for call-ingest.
+#[derive(Debug, Parser)]
+#[command(name = "callctl", version)]
+struct Cli {
+    /// Print exactly one JSON document on stdout instead of text (for scripts).
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    noun: Noun,
+}
+
+#[derive(Debug, Subcommand)]
+enum Noun {
+    /// The Calls and Directory tables.
+    #[command(subcommand)]
+    Tables(tables::Command),
+    /// Workspaces: the tenants calls belong to.
+    #[command(subcommand)]
+    Workspace(workspace::Command),
+    /// Agents: who calls are stored for, within a workspace.
+    #[command(subcommand)]
+    Agent(agent::Command),
+    /// API keys: a workspace's credential for both operations.
+    #[command(subcommand)]
+    Key(key::Command),
+    /// Session tokens: a user's credential for Create Call, with an expiry.
+    #[command(subcommand)]
+    Session(session::Command),
+    /// Stored calls.
+    #[command(subcommand)]
+    Call(call::Command),
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let out = Output::new(cli.json);
+    match run(cli.noun, &out).await {
+        Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`callctl call list | head`) is not a failure.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` joins the causes on one line; SDK messages may still hold newlines.
+            let reason = format!("{e:#}")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            // Nothing more can be done if stderr is gone too.
+            let _ = writeln!(std::io::stderr(), "callctl: {reason}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let app = App::new(config, config::dynamodb_client().await);
+    // Without a region the SDK fails every request with a long construction error; say
+    // what is missing instead.
+    if app.store.client().config().region().is_none() {
+        bail!("no AWS region configured: set AWS_REGION");
+    }
+    match noun {
+        Noun::Tables(c) => c.run(&app, out).await,
+        Noun::Workspace(c) => c.run(&app, out).await,
+        Noun::Agent(c) => c.run(&app, out).await,
+        Noun::Key(c) => c.run(&app, out).await,
+        Noun::Session(c) => c.run(&app, out).await,
+        Noun::Call(c) => c.run(&app, out).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -396,6 +396,11 @@ macro_rules! record {
             pub wrong: Vec<$crate::api::lenient::WrongType>,
         }
 
+        impl $name {
+            /// (Rust field, JSON name) of every field, to turn garde's paths into pointers.
+            pub const FIELD_NAMES: &'static [(&'static str, &'static str)] = &[$((stringify!($field), $json)),*];
+        }
+
         impl<'de> ::serde::Deserialize<'de> for $name {
             fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct V;

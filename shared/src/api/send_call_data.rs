@@ -7,9 +7,9 @@ use crate::validate::rules;
 record! {
     /// The body of `POST /v1/calls`.
     pub struct SendCallData {
-        #[garde(required, length(chars, min = 1, max = 200), rename("agentId"))]
+        #[garde(required, length(chars, min = 1, max = 200))]
         "agentId" agent_id: String,
-        #[garde(required, length(chars, min = 1, max = 200), rename("callId"))]
+        #[garde(required, length(chars, min = 1, max = 200))]
         "callId" call_id: String,
         #[garde(required, dive)]
         "transcript" transcript: Vec<TranscriptItem>,
@@ -37,7 +37,7 @@ record! {
 record! {
     /// Operation A's small metadata object.
     pub struct SimpleMetadata {
-        #[garde(custom(rules::non_negative), rename("durationSeconds"))]
+        #[garde(custom(rules::non_negative))]
         "durationSeconds" duration_seconds: Number,
         #[garde(skip)]
         "callDirection" call_direction: String,

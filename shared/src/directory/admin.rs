@@ -213,8 +213,14 @@ impl Directory {
                 return Err(AdminError::NoWorkspace(*w));
             }
         }
+        let expires_at = now_s()
+            .checked_add(ttl.as_secs())
+            .ok_or_else(|| AdminError::Invalid("the session lifetime is too long".into()))?;
+        let mut workspaces = workspaces.to_vec();
+        // DynamoDB refuses a number set with repeats.
+        workspaces.sort_unstable();
+        workspaces.dedup();
         let secret = Secret::generate(Kind::Session).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let expires_at = now_s() + ttl.as_secs();
         let credential = Item::from([
             ("pk".into(), s(credential_pk(&secret.digest))),
             ("sk".into(), s(CREDENTIAL_SK)),

@@ -50,7 +50,7 @@ pub fn send_call_data(request: SendCallData) -> CallDocument {
     let end = request.ended_at.as_deref().and_then(timestamps::rfc3339_millis).and_then(|ms| u64::try_from(ms).ok());
     let metadata = request.metadata.unwrap_or_default();
     let duration = match metadata.duration_seconds {
-        Some(secs) => Number::Float(secs.as_f64() * 1000.0).ceil_non_negative().map(|ms| ms as u64),
+        Some(secs) => timestamps::seconds_to_millis(secs.as_f64()),
         None => start.zip(end).map(|(s, e)| e.saturating_sub(s)),
     };
     let segments: Vec<Segment> = request.transcript.unwrap_or_default().into_iter().map(item_segment).collect();
@@ -63,7 +63,7 @@ pub fn send_call_data(request: SendCallData) -> CallDocument {
         duration_ms: duration.and_then(|d| i64::try_from(d).ok()),
         caller_phone_number: metadata.caller_phone.clone(),
         general_meta_data_raw: Some(simple_metadata(metadata)),
-        extra: request.extra,
+        extra: unknown_fields(request.extra),
         ..CreateCall::default()
     };
     CallDocument::new(Operation::SendCallData, call, Summary { start_ms: start, end_ms: end, duration_ms: duration })
@@ -73,31 +73,36 @@ fn int(ms: u64) -> Number {
     Number::Int(ms as i64)
 }
 
-/// Rounds a segment's times up to whole milliseconds and fills in the missing ones from
-/// its words, or from start + duration.
+/// Rounds a segment's times up to whole milliseconds and fills in the missing ones (see
+/// [`segment_bounds`]).
 fn segment(s: &mut Segment) {
-    round_up(&mut s.start_ms);
-    round_up(&mut s.end_ms);
+    let (start, end) = segment_bounds(s);
+    s.start_ms = start.map(Number::Int);
+    s.end_ms = end.map(Number::Int);
     round_up(&mut s.duration_ms);
     if let Some(words) = &mut s.words {
         for w in words.iter_mut() {
             round_up(&mut w.start_ms);
             round_up(&mut w.end_ms);
         }
-        if s.start_ms.is_none() {
-            s.start_ms = words.first().and_then(|w| w.start_ms);
-        }
-        if s.end_ms.is_none() {
-            s.end_ms = words.last().and_then(|w| w.end_ms);
-        }
-    }
-    if let (None, Some(Number::Int(start)), Some(Number::Int(duration))) = (s.end_ms, s.start_ms, s.duration_ms) {
-        s.end_ms = Some(Number::Int(start.saturating_add(duration)));
     }
     if let Some(tool) = &mut s.tool {
         round_up(&mut tool.start_ms);
         round_up(&mut tool.end_ms);
     }
+}
+
+/// A segment's start and end as stored, in whole milliseconds: as sent (rounded up), else
+/// the start of its first word and the end of its last, else start + duration. Validation
+/// checks these same values, so what is stored is what was checked.
+pub fn segment_bounds(s: &Segment) -> (Option<i64>, Option<i64>) {
+    let ms = |n: Option<Number>| n.and_then(Number::ceil_non_negative);
+    let words = s.words.as_deref().unwrap_or_default();
+    let start = ms(s.start_ms).or_else(|| words.first().and_then(|w| ms(w.start_ms)));
+    let end = ms(s.end_ms)
+        .or_else(|| words.last().and_then(|w| ms(w.end_ms)))
+        .or_else(|| start?.checked_add(ms(s.duration_ms)?));
+    (start, end)
 }
 
 fn round_up(value: &mut Option<Number>) {
@@ -106,10 +111,10 @@ fn round_up(value: &mut Option<Number>) {
     }
 }
 
-/// An operation A transcript item as a segment: `content` is its text, and `timestamp` is
-/// kept as sent beside `timestamp_ms` when it is RFC 3339.
+/// An operation A transcript item as a segment: `content` is its text, `timestamp` is
+/// kept as sent beside `timestamp_ms` when it is RFC 3339, unknown fields are nested.
 fn item_segment(item: TranscriptItem) -> Segment {
-    let mut extra = item.extra;
+    let mut extra = unknown_fields(item.extra);
     if let Some(ts) = item.timestamp {
         if let Some(ms) = timestamps::rfc3339_millis(&ts) {
             extra.insert("timestamp_ms".to_owned(), Value::from(ms));
@@ -117,6 +122,15 @@ fn item_segment(item: TranscriptItem) -> Segment {
         extra.insert("timestamp".to_owned(), Value::String(ts));
     }
     Segment { role: item.role, text: item.content, extra, ..Segment::default() }
+}
+
+/// Operation A's unknown fields, nested under `unknown_fields`: they belong to A's shape,
+/// and flattened into B's they could pose as B's fields (`call_id`, `start_ms`, ...).
+fn unknown_fields(extra: Map<String, Value>) -> Map<String, Value> {
+    if extra.is_empty() {
+        return extra;
+    }
+    Map::from_iter([("unknown_fields".to_owned(), Value::Object(extra))])
 }
 
 fn simple_metadata(metadata: SimpleMetadata) -> Map<String, Value> {

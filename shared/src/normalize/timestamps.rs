@@ -24,10 +24,16 @@ pub fn epoch_millis(value: Number) -> Result<u64, &'static str> {
         Number::Int(i) if v >= SECONDS_BELOW => i as u64,
         Number::Int(i) => i as u64 * 1000,
         Number::Float(f) if f >= SECONDS_BELOW => f.ceil() as u64,
-        // Whole milliseconds of a decimal number of seconds; round to undo the binary
-        // fraction (1763700000.123 * 1000 is 1763700000123.0002).
-        Number::Float(f) => ((f * 1000.0 * 1000.0).round() / 1000.0).ceil() as u64,
+        Number::Float(f) => seconds_to_millis(f).unwrap_or_default(),
     })
+}
+
+/// Whole milliseconds of a decimal number of seconds, rounded up, or `None` when negative
+/// or beyond 2^53 ms. Rounds to a microsecond first to undo the binary fraction
+/// (2.007 * 1000 is 2007.0000000000002, which must stay 2007).
+pub fn seconds_to_millis(seconds: f64) -> Option<u64> {
+    let ms = ((seconds * 1_000_000.0).round() / 1000.0).ceil();
+    (ms >= 0.0 && ms <= crate::api::number::MAX_SAFE_INTEGER as f64).then_some(ms as u64)
 }
 
 /// Epoch milliseconds of an RFC 3339 time, or `None` when it is not one.
@@ -47,6 +53,14 @@ mod tests {
         assert_eq!(epoch_millis(Number::Int(1_763_700_000)), Ok(1_763_700_000_000));
         assert_eq!(epoch_millis(Number::Float(1_763_700_000.123)), Ok(1_763_700_000_123));
         assert_eq!(epoch_millis(Number::Float(1_763_700_000_000.2)), Ok(1_763_700_000_001));
+    }
+
+    #[test]
+    fn decimal_seconds_become_exact_milliseconds() {
+        assert_eq!(seconds_to_millis(2.007), Some(2007));
+        assert_eq!(seconds_to_millis(2.011), Some(2011));
+        assert_eq!(seconds_to_millis(0.0001), Some(1));
+        assert_eq!(seconds_to_millis(-1.0), None);
     }
 
     #[test]

@@ -7,7 +7,8 @@ use super::pointer::Pointer;
 use crate::api::create_call::Segment;
 use crate::api::problem::preview;
 use crate::api::{Code, CreateCall, Number, SendCallData, Violation};
-use crate::normalize::timestamps;
+use crate::api::number::MAX_SAFE_INTEGER;
+use crate::normalize::{self, timestamps};
 
 /// Cross-field rules of operation B.
 pub fn create_call(call: &CreateCall, out: &mut Vec<Violation>) {
@@ -58,6 +59,10 @@ fn epoch(value: Option<Number>, at: &Pointer<'_>, out: &mut Vec<Violation>) -> O
 fn rfc3339(value: Option<&str>, pointer: &str, out: &mut Vec<Violation>) -> Option<i64> {
     let value = value?;
     match timestamps::rfc3339_millis(value) {
+        Some(ms) if ms < 0 => {
+            out.push(Violation::new(pointer, Code::Range, "must not be before 1970-01-01T00:00:00Z"));
+            None
+        }
         Some(ms) => Some(ms),
         None => {
             out.push(Violation::new(
@@ -95,7 +100,7 @@ fn segment(segment: &Segment, at: &Pointer<'_>, out: &mut Vec<Violation>) {
         },
         _ => {}
     }
-    ordered(segment.start_ms, segment.end_ms, at, out);
+    bounds(segment, at, out);
     if let Some(words) = &segment.words {
         let list = at.key("words");
         for (j, word) in words.iter().enumerate() {
@@ -104,6 +109,26 @@ fn segment(segment: &Segment, at: &Pointer<'_>, out: &mut Vec<Violation>) {
     }
     if let Some(tool) = &segment.tool {
         ordered(tool.start_ms, tool.end_ms, &at.key("tool"), out);
+    }
+}
+
+/// The segment's stored start and end (sent, or from its words, or start + duration) are
+/// in order and in range.
+fn bounds(segment: &Segment, at: &Pointer<'_>, out: &mut Vec<Violation>) {
+    let (Some(start), Some(end)) = normalize::segment_bounds(segment) else {
+        return;
+    };
+    let sent_end = segment.end_ms.is_some();
+    if end > MAX_SAFE_INTEGER {
+        let field = if sent_end { "end_ms" } else { "duration_ms" };
+        out.push(Violation::new(at.key(field).render(), Code::Range, format!("must end by {MAX_SAFE_INTEGER} ms")));
+    } else if end < start {
+        let (pointer, message) = if sent_end {
+            (at.key("end_ms").render(), format!("must be >= start_ms ({start})"))
+        } else {
+            (at.render(), format!("ends ({end} ms, from its words) before it starts ({start} ms)"))
+        };
+        out.push(Violation::new(pointer, Code::Range, message));
     }
 }
 
@@ -123,9 +148,12 @@ fn ordered(start: Option<Number>, end: Option<Number>, at: &Pointer<'_>, out: &m
     }
 }
 
+/// A group of typed members: its key, their keys, the check and what it expects.
+type Members = (&'static str, &'static [&'static str], fn(&Value) -> bool, &'static str);
+
 /// The typed members of the call metadata object (any other key is accepted).
 fn call_metadata(metadata: &serde_json::Map<String, Value>, at: &Pointer<'_>, out: &mut Vec<Violation>) {
-    const MEMBERS: [(&str, &[&str], fn(&Value) -> bool, &str); 2] = [
+    const MEMBERS: [Members; 2] = [
         ("ai_models", &["asr_model", "llm_model", "tts_model"], Value::is_string, "a string"),
         ("usage_token", &["stt_duration_seconds", "llm_token", "tts_characters_count"], Value::is_number, "a number"),
     ];

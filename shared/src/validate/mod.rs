@@ -14,6 +14,7 @@ pub mod rules;
 use garde::Validate;
 
 use crate::api::lenient::WrongTypes;
+use crate::api::send_call_data::{SimpleMetadata, TranscriptItem};
 use crate::api::{Code, CreateCall, SendCallData, Violation};
 use pointer::Pointer;
 
@@ -21,7 +22,8 @@ use pointer::Pointer;
 pub fn create_call(call: &CreateCall) -> Vec<Violation> {
     let mut out = Vec::new();
     call.wrong_types(&Pointer::Root, &mut out);
-    garde_rules(call, &mut out);
+    // Operation B's Rust field names are its JSON names.
+    garde_rules(call, &[], &mut out);
     checks::create_call(call, &mut out);
     finish(out)
 }
@@ -30,16 +32,17 @@ pub fn create_call(call: &CreateCall) -> Vec<Violation> {
 pub fn send_call_data(call: &SendCallData) -> Vec<Violation> {
     let mut out = Vec::new();
     call.wrong_types(&Pointer::Root, &mut out);
-    garde_rules(call, &mut out);
+    let names = [SendCallData::FIELD_NAMES, SimpleMetadata::FIELD_NAMES, TranscriptItem::FIELD_NAMES];
+    garde_rules(call, &names, &mut out);
     checks::send_call_data(call, &mut out);
     finish(out)
 }
 
-fn garde_rules<T: Validate<Context = ()>>(value: &T, out: &mut Vec<Violation>) {
+fn garde_rules<T: Validate<Context = ()>>(value: &T, names: &[&[(&str, &'static str)]], out: &mut Vec<Violation>) {
     if let Err(report) = garde::i18n::with_i18n(messages::Messages, || value.validate()) {
         for (path, error) in report.iter() {
             let (code, message) = messages::decode(error.message());
-            out.push(Violation::new(pointer::from_garde_path(&path.to_string()), code, message));
+            out.push(Violation::new(pointer::from_garde_path(&path.to_string(), names), code, message));
         }
     }
 }

@@ -51,16 +51,23 @@ impl<'a> Pointer<'a> {
 }
 
 /// Turns a garde path (`transcript_with_tool_calls[3].words[0].end_ms`) into a JSON
-/// pointer (`/transcript_with_tool_calls/3/words/0/end_ms`). Our field names hold no `.`
-/// or `[`, so the text form is unambiguous.
-pub fn from_garde_path(path: &str) -> String {
+/// pointer (`/transcript_with_tool_calls/3/words/0/end_ms`). garde names fields by their
+/// Rust names (it reads but ignores its `rename` option), so each is looked up in `names`,
+/// (Rust, JSON) pairs, to give the name the client sent. Our field names hold no `.` or
+/// `[`, so the text form is unambiguous.
+pub fn from_garde_path(path: &str, names: &[&[(&str, &'static str)]]) -> String {
     let mut out = String::with_capacity(path.len() + 2);
     for part in path.split(['.', '[']) {
         if part.is_empty() {
             continue;
         }
         out.push('/');
-        out.push_str(part.strip_suffix(']').unwrap_or(part));
+        match part.strip_suffix(']') {
+            Some(index) => out.push_str(index),
+            None => out.push_str(
+                names.iter().flat_map(|list| list.iter()).find(|(rust, _)| *rust == part).map_or(part, |(_, json)| json),
+            ),
+        }
     }
     out
 }
@@ -82,10 +89,11 @@ mod tests {
     #[test]
     fn garde_paths_become_pointers() {
         assert_eq!(
-            from_garde_path("transcript_with_tool_calls[3].words[0].end_ms"),
+            from_garde_path("transcript_with_tool_calls[3].words[0].end_ms", &[]),
             "/transcript_with_tool_calls/3/words/0/end_ms"
         );
-        assert_eq!(from_garde_path("call_id"), "/call_id");
-        assert_eq!(from_garde_path(""), "");
+        assert_eq!(from_garde_path("call_id", &[]), "/call_id");
+        assert_eq!(from_garde_path("metadata.duration_seconds", &[&[("duration_seconds", "durationSeconds")]]), "/metadata/durationSeconds");
+        assert_eq!(from_garde_path("", &[]), "");
     }
 }

@@ -1,0 +1,169 @@
+//! `callctl key`: a workspace's API keys. The token is printed once, at creation; the
+//! directory keeps only its digest, and listings show the public id alone.
+
+use anyhow::bail;
+use call_ingest::directory::credentials::{Secret, API_KEY_PREFIX, PUBLIC_ID_LEN};
+use call_ingest::http::App;
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::output::{fields, or_dash, table, time_s, Output};
+
+/// Random characters a registered fixture token must carry after its prefix: 32 hex
+/// digits, the contract's 128 bits.
+const MIN_FIXTURE_SECRET_CHARS: usize = 32;
+
+/// Told whenever a credential is revoked: the functions cache credentials for up to
+/// `DIRECTORY_CACHE_TTL_SECS`, at most 60 s.
+pub const REVOCATION_DELAY: &str = "it stops working within 60 s, once cached copies expire";
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Creates an API key; its token is printed now and never again.
+    Create {
+        /// The workspace's id.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        workspace: u64,
+        /// A name for people, to tell keys apart in listings.
+        #[arg(long)]
+        name: Option<String>,
+        /// Registers this exact token instead of generating one. For fixtures only (the
+        /// events' example key): a real key must be random, and a token typed on a command
+        /// line ends up in shell history.
+        #[arg(long, hide_short_help = true)]
+        token: Option<String>,
+    },
+    /// Revokes an API key, named by its public id (cik_xxxxxxxx) or its whole token.
+    Revoke {
+        #[arg(value_name = "PUBLIC_ID_OR_TOKEN")]
+        id: String,
+    },
+    /// Lists a workspace's API keys (public id, name, created, revoked; never a secret).
+    List {
+        /// The workspace's id.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        workspace: u64,
+    },
+}
+
+impl Command {
+    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+        match self {
+            Command::Create {
+                workspace,
+                name,
+                token,
+            } => {
+                let name = name.unwrap_or_default();
+                let issued = match token {
+                    None => app.directory.create_api_key(workspace, &name).await?,
+                    Some(token) => {
+                        check_fixture_token(&token)?;
+                        app.directory
+                            .register_api_key(workspace, &name, Secret::from_token(token))
+                            .await?
+                    }
+                };
+                let value = json!({
+                    "token": issued.token,
+                    "public_id": issued.public_id,
+                    "workspace_id": workspace,
+                });
+                out.show(&value, || {
+                    let mut text = fields(&[
+                        ("token", issued.token.clone()),
+                        ("public id", issued.public_id.clone()),
+                        ("workspace", workspace.to_string()),
+                    ]);
+                    text.push_str(
+                        "This token will not be shown again: only its digest is stored.\n",
+                    );
+                    text
+                })?;
+            }
+            Command::Revoke { id } => {
+                let id = id.trim();
+                // A session's id would be revoked just the same; refuse so that a mix-up
+                // between the two commands cannot cut off the wrong credential.
+                if !id.starts_with(API_KEY_PREFIX) {
+                    bail!(
+                        "{:?} is not an API key: API keys start with {API_KEY_PREFIX}",
+                        shown(id)
+                    );
+                }
+                let public_id = app.directory.revoke(id).await?;
+                let value = json!({"public_id": public_id, "revoked": true});
+                out.show(&value, || {
+                    format!("revoked API key {public_id}; {REVOCATION_DELAY}\n")
+                })?;
+            }
+            Command::List { workspace } => {
+                super::workspace::require(app, workspace).await?;
+                let keys = app.directory.list_keys(workspace).await?;
+                let value = json!({"workspace_id": workspace, "keys": keys});
+                out.show(&value, || {
+                    if keys.is_empty() {
+                        return format!("workspace {workspace} has no API keys\n");
+                    }
+                    let rows: Vec<Vec<String>> = keys
+                        .iter()
+                        .map(|k| {
+                            vec![
+                                k.public_id.clone(),
+                                or_dash(Some(&k.name)),
+                                time_s(k.created_at),
+                                k.revoked_at.map_or_else(|| "-".to_owned(), time_s),
+                            ]
+                        })
+                        .collect();
+                    table(&["PUBLIC ID", "NAME", "CREATED", "REVOKED"], &rows)
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What of a credential argument may appear in a message: its public part, so that a
+/// token pasted into the wrong command is not echoed whole.
+pub fn shown(id_or_token: &str) -> String {
+    id_or_token.chars().take(PUBLIC_ID_LEN).collect()
+}
+
+/// A fixture token must look like a real key: the prefix (so scanners find it), then
+/// enough letters and digits, and nothing a header could not carry.
+fn check_fixture_token(token: &str) -> anyhow::Result<()> {
+    let secret = token.strip_prefix(API_KEY_PREFIX).unwrap_or_default();
+    if !token.starts_with(API_KEY_PREFIX)
+        || secret.chars().count() < MIN_FIXTURE_SECRET_CHARS
+        || !secret.chars().all(|c| c.is_ascii_alphanumeric())
+    {
+        bail!(
+            "--token must be {API_KEY_PREFIX} followed by at least {MIN_FIXTURE_SECRET_CHARS} letters and digits"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixture_tokens_must_look_like_keys() {
+        assert!(
+            check_fixture_token("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6").is_ok()
+        );
+        assert!(
+            check_fixture_token("cis_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6")
+                .is_err()
+        );
+        assert!(check_fixture_token("cik_short").is_err());
+        assert!(check_fixture_token("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c 6d7e8f90").is_err());
+    }
+
+    #[test]
+    fn messages_show_only_the_public_part() {
+        assert_eq!(shown("cis_0123456789abcdef"), "cis_01234567");
+    }
+}

@@ -1,0 +1,48 @@
+//! `callctl tables create`: both tables, from the one definition in the shared crate.
+
+use anyhow::Context;
+use call_ingest::http::App;
+use call_ingest::store::tables::{self, TableDef};
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::output::Output;
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Creates the Calls and Directory tables (named by CALLS_TABLE and DIRECTORY_TABLE)
+    /// unless they exist; safe to run again.
+    Create,
+}
+
+impl Command {
+    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+        match self {
+            Command::Create => {
+                let calls = create(app, &tables::CALLS, &app.config.calls_table).await?;
+                let directory =
+                    create(app, &tables::DIRECTORY, &app.config.directory_table).await?;
+                let value = json!({
+                    "calls": {"table": app.config.calls_table, "status": calls},
+                    "directory": {"table": app.config.directory_table, "status": directory},
+                });
+                out.show(&value, || {
+                    format!(
+                        "calls table {}: {calls}\ndirectory table {}: {directory}\n",
+                        app.config.calls_table, app.config.directory_table
+                    )
+                })?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Creates one table; answers "created" or "exists".
+async fn create(app: &App, def: &TableDef, name: &str) -> anyhow::Result<&'static str> {
+    let created = def
+        .create(app.store.client(), name)
+        .await
+        .with_context(|| format!("cannot create table {name}"))?;
+    Ok(if created { "created" } else { "exists" })
+}

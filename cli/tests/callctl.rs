@@ -1,0 +1,559 @@
+//! `callctl` end to end: the real binary against the local DynamoDB, its results checked
+//! through the shared library (the credentials it creates authenticate; the calls the
+//! library stores read back exactly), and no secret left in the directory table.
+
+#[path = "../../shared/tests/support/mod.rs"]
+mod support;
+
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use call_ingest::directory::{AgentRef, Denied, Principal};
+use call_ingest::store::Owner;
+use call_ingest::Operation;
+use serde_json::Value;
+use support::Tables;
+
+/// A Create Call body with white space, key order and an unknown field of its own, so
+/// that only the exact bytes compare equal to it.
+const BODY: &str = r#"{
+  "call_id":   "cli-call-0001",
+  "x_provider_extra": {"b": 1, "a": [true, null]},
+  "call_type": "phone_call",
+  "start_timestamp": 1763700000,
+  "end_timestamp": 1763700094500,
+  "recording_url": "pipecat://no-recording",
+  "call_status": "call_ended",
+  "user_sentiment": "Positive",
+  "transcript_with_tool_calls": [
+    {"role": "agent", "text": "Hi, this is Ava \u2013 how can I help? ✓", "start_ms": 420, "end_ms": 2800},
+    {"role": "user",  "text": "I'd like to book a cleaning.", "start_ms": 3900, "end_ms": 6310}
+  ]
+}
+"#;
+
+/// Runs the binary against one pair of tables.
+struct Callctl {
+    calls: String,
+    directory: String,
+}
+
+impl Callctl {
+    fn new(calls: &str, directory: &str) -> Self {
+        Callctl {
+            calls: calls.to_owned(),
+            directory: directory.to_owned(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_callctl"))
+            .args(args)
+            .env("CALLS_TABLE", &self.calls)
+            .env("DIRECTORY_TABLE", &self.directory)
+            .env("AWS_ENDPOINT_URL_DYNAMODB", support::endpoint())
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("run callctl")
+    }
+
+    /// Runs a command that must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "callctl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("stdout is UTF-8")
+    }
+
+    /// Runs a command with `--json` that must succeed; its one JSON document.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let stdout = self.ok(&all);
+        serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!("callctl {args:?} printed no single JSON document ({e}): {stdout}")
+        })
+    }
+
+    /// Runs a command that must fail with `code`; its stderr, checked to be one line.
+    fn fails(&self, args: &[&str], code: i32) -> String {
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(code), "callctl {args:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "callctl {args:?} printed {out:?}");
+        let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
+        if code == 1 {
+            assert!(
+                stderr.starts_with("callctl: ")
+                    && stderr.ends_with('\n')
+                    && stderr.lines().count() == 1,
+                "not one line: {stderr:?}"
+            );
+        }
+        stderr
+    }
+}
+
+fn unique_names() -> (String, String) {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    );
+    (
+        format!("callctl-calls-{tag}"),
+        format!("callctl-directory-{tag}"),
+    )
+}
+
+fn u64_of(value: &Value, field: &str) -> u64 {
+    value[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no number {field} in {value}"))
+}
+
+fn str_of<'a>(value: &'a Value, field: &str) -> &'a str {
+    value[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("no string {field} in {value}"))
+}
+
+#[tokio::test]
+async fn operator_workflow_end_to_end() {
+    let (calls, directory) = unique_names();
+    let cli = Callctl::new(&calls, &directory);
+
+    // Tables: created once, then found.
+    let first = cli.ok(&["tables", "create"]);
+    assert_eq!(first.matches("created").count(), 2, "{first}");
+    let again = cli.json(&["tables", "create"]);
+    assert_eq!(again["calls"]["status"], "exists");
+    assert_eq!(again["directory"]["status"], "exists");
+    assert_eq!(again["calls"]["table"], calls.as_str());
+    let tables = Tables {
+        client: support::client().await,
+        calls,
+        directory,
+    };
+
+    // Workspace, agent, key.
+    let workspace = cli.json(&["workspace", "create", "--name", "Acme"]);
+    assert_eq!(workspace["name"], "Acme");
+    let ws = u64_of(&workspace, "id");
+    let ws_arg = ws.to_string();
+    let ws_arg = ws_arg.as_str();
+    assert_eq!(
+        cli.json(&["workspace", "get", "--id", ws_arg])["name"],
+        "Acme"
+    );
+
+    let agent = cli.json(&[
+        "agent",
+        "create",
+        "--workspace",
+        ws_arg,
+        "--remote-id",
+        "front-desk",
+        "--name",
+        "Front desk",
+    ]);
+    let agent_id = str_of(&agent, "id").to_owned();
+    assert_eq!(u64_of(&agent, "workspace_id"), ws);
+    assert_eq!(agent["remote_id"], "front-desk");
+    let fixture = cli.json(&[
+        "agent",
+        "create",
+        "--workspace",
+        ws_arg,
+        "--remote-id",
+        "night-desk",
+        "--agent-id",
+        "agt_fixture",
+    ]);
+    assert_eq!(fixture["id"], "agt_fixture");
+    let found = cli.json(&[
+        "agent",
+        "get",
+        "--workspace",
+        ws_arg,
+        "--remote-id",
+        "front-desk",
+    ]);
+    assert_eq!(found["id"], agent_id.as_str());
+    let err = cli.fails(
+        &[
+            "agent",
+            "get",
+            "--workspace",
+            ws_arg,
+            "--remote-id",
+            "nobody",
+        ],
+        1,
+    );
+    assert!(err.contains("no such agent"), "{err}");
+    let listed = cli.json(&["agent", "list", "--workspace", ws_arg]);
+    assert_eq!(
+        listed["agents"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+    assert!(cli
+        .ok(&["agent", "list", "--workspace", ws_arg])
+        .contains("front-desk"));
+
+    let key = cli.json(&["key", "create", "--workspace", ws_arg, "--name", "ci"]);
+    let token = str_of(&key, "token").to_owned();
+    let public_id = str_of(&key, "public_id").to_owned();
+    assert_eq!(u64_of(&key, "workspace_id"), ws);
+    assert!(
+        token.starts_with("cik_") && token.starts_with(&public_id),
+        "{key}"
+    );
+    let secret_part = &token[public_id.len()..];
+
+    // The key works through the library: it authenticates to the workspace and
+    // authorizes the agent.
+    let app = tables.app(&[("DIRECTORY_CACHE_TTL_SECS", "0")]);
+    let lookup = app
+        .directory
+        .lookup(
+            &token,
+            Some(AgentRef::Remote {
+                workspace_id: ws,
+                remote_id: "front-desk",
+            }),
+        )
+        .await
+        .expect("lookup");
+    assert_eq!(
+        lookup.authenticate(Operation::CreateCall),
+        Ok(Principal::ApiKey {
+            workspace_id: ws,
+            public_id: public_id.clone()
+        })
+    );
+    assert_eq!(lookup.authorize(ws).map(|a| a.id), Ok(agent_id.clone()));
+
+    // A call stored by the library reads back through callctl, raw bytes exact.
+    let raw = BODY.as_bytes();
+    let doc =
+        call_ingest::call::ingest(Operation::CreateCall, raw).expect("the test body is valid");
+    let owner = Owner {
+        workspace_id: ws,
+        agent_id: &agent_id,
+    };
+    let stored = app
+        .store
+        .put_call(owner, &doc, raw)
+        .await
+        .expect("put_call");
+    let id_arg = stored.id.to_string();
+
+    let got = cli.json(&[
+        "call",
+        "get",
+        "--workspace",
+        ws_arg,
+        "--call-id",
+        "cli-call-0001",
+    ]);
+    assert_eq!(u64_of(&got, "id"), stored.id);
+    assert_eq!(got["agent_id"], agent_id.as_str());
+    assert_eq!(
+        got["current"]["document"]["call"]["call_id"],
+        "cli-call-0001"
+    );
+    assert_eq!(
+        got["current"]["document"]["call"]["user_sentiment"],
+        "positive"
+    );
+    assert!(
+        got.get("raw").is_none() && got.get("revisions").is_none(),
+        "{got}"
+    );
+
+    let out = cli.run(&[
+        "call",
+        "get",
+        "--workspace",
+        ws_arg,
+        "--call-id",
+        "cli-call-0001",
+        "--raw",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, raw, "--raw is not the body byte for byte");
+    let with_raw = cli.json(&["call", "get", "--id", &id_arg, "--raw"]);
+    assert_eq!(with_raw["raw"], BODY);
+
+    let by_id = cli.json(&["call", "get", "--id", &id_arg]);
+    assert_eq!(by_id["call_id"], "cli-call-0001");
+    assert_eq!(by_id["current"], got["current"]);
+    let human = cli.ok(&["call", "get", "--id", &id_arg]);
+    assert!(
+        human.contains("cli-call-0001") && human.contains("\"transcript\""),
+        "{human}"
+    );
+
+    // A new version: the earlier one is a revision.
+    let revised_body = BODY.replace("call_ended", "call_analyzed");
+    let revised =
+        call_ingest::call::ingest(Operation::CreateCall, revised_body.as_bytes()).expect("valid");
+    app.store
+        .put_call(owner, &revised, revised_body.as_bytes())
+        .await
+        .expect("revise");
+    let history = cli.json(&["call", "get", "--id", &id_arg, "--revisions", "--raw"]);
+    assert_eq!(
+        history["current"]["document"]["call"]["call_status"],
+        "call_analyzed"
+    );
+    assert_eq!(history["raw"], revised_body.as_str());
+    assert_eq!(
+        history["revisions"].as_array().map(Vec::len),
+        Some(1),
+        "{history}"
+    );
+    assert_eq!(history["revisions"][0]["raw"], BODY);
+    cli.fails(&["call", "get", "--id", &id_arg, "--revisions", "--raw"], 1);
+
+    // Listing: the whole workspace (agents merged) and one agent, by id or remote id.
+    let list = cli.json(&["call", "list", "--workspace", ws_arg]);
+    assert_eq!(list["calls"].as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list["calls"][0]["call_id"], "cli-call-0001");
+    assert_eq!(u64_of(&list["calls"][0], "id"), stored.id);
+    assert_eq!(list["calls"][0]["agent_id"], agent_id.as_str());
+    assert_eq!(list["calls"][0]["start_ms"], 1_763_700_000_000u64);
+    for agent in [agent_id.as_str(), "front-desk"] {
+        let one = cli.json(&["call", "list", "--workspace", ws_arg, "--agent", agent]);
+        assert_eq!(one["calls"], list["calls"]);
+    }
+    let none = cli.json(&[
+        "call",
+        "list",
+        "--workspace",
+        ws_arg,
+        "--agent",
+        "agt_fixture",
+    ]);
+    assert_eq!(none["calls"], Value::Array(vec![]));
+    let table = cli.ok(&["call", "list", "--workspace", ws_arg, "--limit", "5"]);
+    assert!(
+        table.contains("cli-call-0001") && table.contains("2025-11-21T04:40:00Z"),
+        "{table}"
+    );
+
+    // Not found: exit 1, one line.
+    let err = cli.fails(
+        &["call", "get", "--workspace", ws_arg, "--call-id", "missing"],
+        1,
+    );
+    assert!(err.contains("no such call"), "{err}");
+    let err = cli.fails(&["--json", "call", "get", "--id", "999999999"], 1);
+    assert!(err.contains("no such call"), "{err}");
+
+    // Keys are listed without their secret; revoked, they stop working.
+    for args in [
+        &["key", "list", "--workspace", ws_arg][..],
+        &["--json", "key", "list", "--workspace", ws_arg],
+    ] {
+        let listing = cli.ok(args);
+        assert!(
+            listing.contains(&public_id) && listing.contains("ci"),
+            "{listing}"
+        );
+        assert!(
+            !listing.contains(secret_part),
+            "key list shows the secret: {listing}"
+        );
+    }
+    let revoked = cli.json(&["key", "revoke", &public_id]);
+    assert_eq!(revoked["public_id"], public_id.as_str());
+    let keys = cli.json(&["key", "list", "--workspace", ws_arg]);
+    assert!(keys["keys"][0]["revoked_at"].is_u64(), "{keys}");
+    let lookup = app.directory.lookup(&token, None).await.expect("lookup");
+    assert_eq!(
+        lookup.authenticate(Operation::CreateCall),
+        Err(Denied::Unauthorized)
+    );
+    // A key is not revoked through `session revoke`, nor a missing one at all.
+    cli.fails(&["session", "revoke", &public_id], 1);
+    let err = cli.fails(&["key", "revoke", "cik_00000000"], 1);
+    assert!(err.contains("cik_00000000"), "{err}");
+
+    // Sessions: the token printed once; it works for Create Call until revoked.
+    let out = cli.ok(&[
+        "session",
+        "create",
+        "--user",
+        "alice",
+        "--workspace",
+        ws_arg,
+        "--ttl",
+        "2h",
+    ]);
+    let session = out
+        .split_whitespace()
+        .find(|w| w.starts_with("cis_") && w.len() > 12)
+        .unwrap_or_else(|| panic!("no token in {out}"))
+        .to_owned();
+    assert_eq!(out.matches(&session).count(), 1, "{out}");
+    assert!(out.contains("not be shown again"), "{out}");
+    match app
+        .directory
+        .lookup(&session, None)
+        .await
+        .expect("lookup")
+        .authenticate(Operation::CreateCall)
+    {
+        Ok(Principal::Session {
+            user, workspaces, ..
+        }) => assert_eq!((user.as_str(), workspaces), ("alice", vec![ws])),
+        other => panic!("session did not authenticate: {other:?}"),
+    }
+    let json_session = cli.json(&[
+        "session",
+        "create",
+        "--user",
+        "bob",
+        "--workspace",
+        ws_arg,
+        "--workspace",
+        ws_arg,
+    ]);
+    let expires = u64_of(&json_session, "expires_at");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    assert!(
+        (now + 3590..=now + 3610).contains(&expires),
+        "default ttl is not 1h: {json_session}"
+    );
+    assert_eq!(json_session["workspaces"], serde_json::json!([ws]));
+    let revoked = cli.json(&["session", "revoke", &session]);
+    assert_eq!(revoked["public_id"], &session[..12]);
+    let lookup = app.directory.lookup(&session, None).await.expect("lookup");
+    assert_eq!(
+        lookup.authenticate(Operation::CreateCall),
+        Err(Denied::Unauthorized)
+    );
+
+    tables.delete().await;
+}
+
+#[tokio::test]
+async fn usage_and_input_errors_fail_cleanly() {
+    let tables = Tables::new().await;
+    let cli = Callctl::new(&tables.calls, &tables.directory);
+    // Usage errors are clap's: exit 2.
+    for ttl in ["0h", "garbage", "10", "1.5h", "-1d", "400d"] {
+        cli.fails(
+            &[
+                "session",
+                "create",
+                "--user",
+                "u",
+                "--workspace",
+                "1",
+                "--ttl",
+                ttl,
+            ],
+            2,
+        );
+    }
+    cli.fails(&["call", "get", "--workspace", "1"], 2);
+    cli.fails(
+        &[
+            "call",
+            "get",
+            "--id",
+            "1",
+            "--workspace",
+            "1",
+            "--call-id",
+            "c",
+        ],
+        2,
+    );
+    cli.fails(&["workspace", "create", "--name", "x", "--bogus"], 2);
+    cli.fails(&["agent", "list", "--workspace", "0"], 2);
+    // Input the tables refuse: exit 1, one line.
+    let err = cli.fails(
+        &["agent", "create", "--workspace", "42", "--remote-id", "r"],
+        1,
+    );
+    assert!(err.contains("workspace 42"), "{err}");
+    let err = cli.fails(&["--json", "key", "list", "--workspace", "42"], 1);
+    assert!(err.contains("no such workspace"), "{err}");
+    let err = cli.fails(
+        &["session", "create", "--user", "u", "--workspace", "42"],
+        1,
+    );
+    assert!(err.contains("42"), "{err}");
+    cli.fails(&["workspace", "create", "--name", "  "], 1);
+    tables.delete().await;
+}
+
+#[tokio::test]
+async fn no_secret_is_stored() {
+    let tables = Tables::new().await;
+    let cli = Callctl::new(&tables.calls, &tables.directory);
+    let ws = u64_of(
+        &cli.json(&["workspace", "create", "--name", "Secrets"]),
+        "id",
+    )
+    .to_string();
+    let mut tokens = Vec::new();
+    for name in ["one", "two"] {
+        let key = cli.json(&["key", "create", "--workspace", &ws, "--name", name]);
+        tokens.push(str_of(&key, "token").to_owned());
+    }
+    let fixture = "cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6";
+    let registered = cli.json(&["key", "create", "--workspace", &ws, "--token", fixture]);
+    assert_eq!(registered["token"], fixture);
+    tokens.push(fixture.to_owned());
+    let session = cli.json(&[
+        "session",
+        "create",
+        "--user",
+        "carol",
+        "--workspace",
+        &ws,
+        "--ttl",
+        "30m",
+    ]);
+    tokens.push(str_of(&session, "token").to_owned());
+    let human = cli.ok(&["key", "create", "--workspace", &ws]);
+    tokens.push(
+        human
+            .split_whitespace()
+            .find(|w| w.starts_with("cik_") && w.len() > 12)
+            .unwrap_or_else(|| panic!("no token in {human}"))
+            .to_owned(),
+    );
+    cli.json(&["session", "revoke", str_of(&session, "public_id")]);
+
+    let items = tables.scan(&tables.directory).await;
+    assert!(!items.is_empty());
+    for token in &tokens {
+        let secret = &token[12..];
+        for item in &items {
+            let text = format!("{item:?}");
+            assert!(
+                !text.contains(secret),
+                "the secret of {} is stored: {text}",
+                &token[..12]
+            );
+        }
+    }
+    tables.delete().await;
+}

@@ -1,0 +1,383 @@
+//! Keeps `openapi.yaml` honest: every request example it shows is run through the real
+//! parse → validate → normalise pipeline and must get the outcome it claims
+//! (`x-expected-status`, and for 422 exactly the violations of `x-expected-errors`); both
+//! operations document every status of the contract; and the violation codes the document
+//! lists are exactly the codes the service sends.
+
+use std::collections::BTreeSet;
+
+use call_ingest::api::Code;
+use call_ingest::call::{self, Operation, Rejection};
+use serde_json::Value;
+
+const OPENAPI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi.yaml");
+
+const SEND_CALL_DATA: &str = "/v1/calls";
+const CREATE_CALL: &str = "/api/v1/public/call";
+
+/// Statuses the contract gives both operations (405 is documented on the POST operation,
+/// saying that it answers every other method).
+const COMMON_STATUSES: [&str; 11] = [
+    "200", "201", "400", "401", "404", "405", "413", "415", "422", "500", "503",
+];
+
+fn document() -> Value {
+    let text =
+        std::fs::read_to_string(OPENAPI).unwrap_or_else(|e| panic!("cannot read {OPENAPI}: {e}"));
+    serde_norway::from_str::<Value>(&text)
+        .unwrap_or_else(|e| panic!("{OPENAPI} is not valid YAML: {e}"))
+}
+
+/// `value`, or what its `$ref` (a local `#/...` pointer) points at, followed to the end.
+fn resolve<'a>(doc: &'a Value, mut value: &'a Value) -> &'a Value {
+    for _ in 0..16 {
+        let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
+            return value;
+        };
+        let pointer = reference
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("only local $refs are supported: {reference}"));
+        value = doc
+            .pointer(pointer)
+            .unwrap_or_else(|| panic!("dangling $ref {reference}"));
+    }
+    panic!("$ref chain too long")
+}
+
+/// The POST operation of `path`.
+fn post<'a>(doc: &'a Value, path: &str) -> &'a Value {
+    let item = doc["paths"]
+        .get(path)
+        .unwrap_or_else(|| panic!("path {path} is not documented"));
+    let item = resolve(doc, item);
+    item.get("post")
+        .unwrap_or_else(|| panic!("{path} has no POST operation"))
+}
+
+fn operation_of(path: &str) -> Operation {
+    match path {
+        SEND_CALL_DATA => Operation::SendCallData,
+        CREATE_CALL => Operation::CreateCall,
+        other => panic!("no operation is served at {other}"),
+    }
+}
+
+/// A request example with the outcome it claims.
+struct Example {
+    name: String,
+    value: Value,
+    status: u64,
+    errors: Option<BTreeSet<(String, String)>>,
+}
+
+fn request_examples(doc: &Value, path: &str) -> Vec<Example> {
+    let body = resolve(doc, &post(doc, path)["requestBody"]);
+    let examples = body["content"]["application/json"]["examples"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{path}: the request body has no application/json examples"));
+    examples
+        .iter()
+        .map(|(name, example)| {
+            let example = resolve(doc, example);
+            let status = example["x-expected-status"].as_u64().unwrap_or_else(|| {
+                panic!("{path} example {name:?}: x-expected-status missing or not an integer")
+            });
+            let errors = example.get("x-expected-errors").map(|list| {
+                list.as_array()
+                    .unwrap_or_else(|| {
+                        panic!("{path} example {name:?}: x-expected-errors is not a list")
+                    })
+                    .iter()
+                    .map(|e| {
+                        let field = |k: &str| {
+                            e[k].as_str()
+                                .unwrap_or_else(|| {
+                                    panic!("{path} example {name:?}: an expected error lacks {k}")
+                                })
+                                .to_owned()
+                        };
+                        (field("pointer"), field("code"))
+                    })
+                    .collect()
+            });
+            let value = example
+                .get("value")
+                .cloned()
+                .unwrap_or_else(|| panic!("{path} example {name:?} has no value"));
+            Example {
+                name: name.clone(),
+                value,
+                status,
+                errors,
+            }
+        })
+        .collect()
+}
+
+/// What is wrong with `example` when run through the pipeline, or `None` when it gets
+/// exactly the outcome it documents.
+fn mismatch(operation: Operation, example: &Example) -> Option<String> {
+    let bytes = serde_json::to_vec(&example.value).expect("a JSON value serialises");
+    let outcome = call::ingest(operation, &bytes);
+    let name = &example.name;
+    match (example.status, outcome) {
+        (201, Ok(_)) => None,
+        (400, Err(Rejection::Unreadable(_))) => None,
+        (422, Err(Rejection::Invalid(violations))) => {
+            let Some(expected) = &example.errors else {
+                return Some(format!("{name:?}: a 422 example needs x-expected-errors"));
+            };
+            if expected.is_empty() {
+                return Some(format!("{name:?}: x-expected-errors is empty"));
+            }
+            let actual: BTreeSet<(String, String)> = violations
+                .iter()
+                .map(|v| (v.pointer.clone(), v.code.as_str().to_owned()))
+                .collect();
+            (actual != *expected).then(|| {
+                format!(
+                    "{name:?}: violations differ\n      documented only: {:?}\n      actual only:     {:?}\n      all actual:      {violations:?}",
+                    expected.difference(&actual).collect::<Vec<_>>(),
+                    actual.difference(expected).collect::<Vec<_>>(),
+                )
+            })
+        }
+        (status @ (201 | 400 | 422), outcome) => Some(format!(
+            "{name:?}: documented {status}, got {}",
+            describe(&outcome)
+        )),
+        (status, _) => Some(format!(
+            "{name:?}: x-expected-status {status} cannot be checked (use 201, 400 or 422)"
+        )),
+    }
+}
+
+fn describe(outcome: &Result<call::CallDocument, Rejection>) -> String {
+    match outcome {
+        Ok(_) => "accepted (201)".to_owned(),
+        Err(Rejection::Unreadable(e)) => format!("unreadable (400): {e}"),
+        Err(Rejection::Invalid(v)) => format!("invalid (422): {v:?}"),
+    }
+}
+
+/// Runs every request example of `path` and fails listing every one that does not get its
+/// documented outcome. Also requires at least one example of each kind, so the check
+/// cannot pass by having nothing to check.
+fn check_request_examples(path: &str) {
+    let doc = document();
+    let examples = request_examples(&doc, path);
+    let operation = operation_of(path);
+    let failures: Vec<String> = examples
+        .iter()
+        .filter_map(|e| mismatch(operation, e))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{path}: examples whose documented outcome is wrong:\n  {}",
+        failures.join("\n  ")
+    );
+    for status in [201, 400, 422] {
+        assert!(
+            examples.iter().any(|e| e.status == status),
+            "{path}: no request example documents {status}"
+        );
+    }
+}
+
+#[test]
+fn send_call_data_examples_get_the_status_and_violations_they_document() {
+    check_request_examples(SEND_CALL_DATA);
+}
+
+#[test]
+fn create_call_examples_get_the_status_and_violations_they_document() {
+    check_request_examples(CREATE_CALL);
+}
+
+#[test]
+fn both_operations_are_documented_as_post_with_their_operation_ids() {
+    let doc = document();
+    assert_eq!(doc["openapi"].as_str().unwrap_or_default(), "3.1.0");
+    for (path, id) in [
+        (SEND_CALL_DATA, "sendCallData"),
+        (CREATE_CALL, "createCall"),
+    ] {
+        assert_eq!(post(&doc, path)["operationId"].as_str(), Some(id), "{path}");
+    }
+}
+
+/// The statuses the contract gives `path`: the common ones, and 403 where a workspace is
+/// named in the request (operation B only).
+fn contract_statuses(path: &str) -> Vec<&'static str> {
+    let mut statuses = COMMON_STATUSES.to_vec();
+    if path == CREATE_CALL {
+        statuses.push("403");
+    }
+    statuses
+}
+
+#[test]
+fn every_status_of_the_contract_is_documented_on_each_operation() {
+    let doc = document();
+    for path in [SEND_CALL_DATA, CREATE_CALL] {
+        let responses = post(&doc, path)["responses"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{path}: no responses"));
+        let missing: Vec<&str> = contract_statuses(path)
+            .into_iter()
+            .filter(|s| !responses.contains_key(*s))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{path}: statuses of the contract not documented: {missing:?}"
+        );
+    }
+    // Operation A has no workspace parameter, so it can never answer 403.
+    assert!(
+        post(&doc, SEND_CALL_DATA)["responses"].get("403").is_none(),
+        "{SEND_CALL_DATA} documents 403"
+    );
+}
+
+#[test]
+fn every_response_documents_the_request_id_and_the_headers_its_status_requires() {
+    let doc = document();
+    for path in [SEND_CALL_DATA, CREATE_CALL] {
+        let responses = post(&doc, path)["responses"]
+            .as_object()
+            .expect("responses");
+        for (status, response) in responses {
+            let response = resolve(&doc, response);
+            let headers = &response["headers"];
+            let mut required = vec!["X-Request-Id"];
+            match status.as_str() {
+                "401" => required.push("WWW-Authenticate"),
+                "405" => required.push("Allow"),
+                "503" => required.push("Retry-After"),
+                _ => {}
+            }
+            for header in required {
+                assert!(
+                    headers.get(header).is_some(),
+                    "{path} {status}: header {header} not documented"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn error_responses_are_problem_json_and_operation_a_adds_its_envelope() {
+    let doc = document();
+    for path in [SEND_CALL_DATA, CREATE_CALL] {
+        let responses = post(&doc, path)["responses"]
+            .as_object()
+            .expect("responses");
+        for (status, response) in responses
+            .iter()
+            .filter(|(s, _)| s.starts_with('4') || s.starts_with('5'))
+        {
+            let response = resolve(&doc, response);
+            let schema = response["content"]["application/problem+json"]
+                .get("schema")
+                .unwrap_or_else(|| panic!("{path} {status}: no application/problem+json schema"));
+            let names = property_names(&doc, schema);
+            for name in ["type", "title", "status", "detail", "request_id", "errors"] {
+                assert!(
+                    names.contains(name),
+                    "{path} {status}: the problem schema lacks {name}"
+                );
+            }
+            let envelope = names.contains("success") && names.contains("message");
+            assert_eq!(
+                envelope,
+                path == SEND_CALL_DATA,
+                "{path} {status}: success / message envelope"
+            );
+        }
+    }
+}
+
+/// Property names of `schema`, through `$ref` and `allOf`.
+fn property_names(doc: &Value, schema: &Value) -> BTreeSet<String> {
+    let schema = resolve(doc, schema);
+    let mut names: BTreeSet<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    for part in schema
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        names.extend(property_names(doc, part));
+    }
+    names
+}
+
+#[test]
+fn create_call_query_parameters_are_required_with_their_limits() {
+    let doc = document();
+    let parameters = post(&doc, CREATE_CALL)["parameters"]
+        .as_array()
+        .expect("parameters");
+    let find = |name: &str| {
+        let p = parameters
+            .iter()
+            .map(|p| resolve(&doc, p))
+            .find(|p| p["name"] == name && p["in"] == "query")
+            .unwrap_or_else(|| panic!("query parameter {name} not documented"));
+        assert_eq!(p["required"], true, "{name} must be required");
+        p["schema"].clone()
+    };
+    let workspace = find("workspace_id");
+    assert_eq!(workspace["type"], "integer");
+    assert_eq!(workspace["minimum"], 1);
+    let agent = find("agent_remote_identifier");
+    assert_eq!(agent["type"], "string");
+    assert_eq!(agent["minLength"], 1);
+}
+
+/// The name each violation code has in a response body. The match is exhaustive, so a new
+/// code does not compile until it is listed here (and then in the document).
+fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Required => "required",
+        Code::Type => "type",
+        Code::Length => "length",
+        Code::Range => "range",
+        Code::OneOf => "one_of",
+        Code::Format => "format",
+    }
+}
+
+#[test]
+fn the_problem_code_enum_lists_exactly_the_codes_the_service_sends() {
+    let codes = [
+        Code::Required,
+        Code::Type,
+        Code::Length,
+        Code::Range,
+        Code::OneOf,
+        Code::Format,
+    ];
+    for code in codes {
+        assert_eq!(code.as_str(), code_name(code), "{code:?}");
+        assert_eq!(Code::parse(code_name(code)), Some(code), "{code:?}");
+    }
+    let sent: BTreeSet<&str> = codes.into_iter().map(code_name).collect();
+
+    let doc = document();
+    let problem = &doc["components"]["schemas"]["Problem"];
+    let violation = resolve(&doc, &problem["properties"]["errors"]["items"]);
+    let code = resolve(&doc, &violation["properties"]["code"]);
+    let documented: BTreeSet<&str> = code["enum"]
+        .as_array()
+        .expect("the Problem schema's errors[].code has an enum")
+        .iter()
+        .map(|c| c.as_str().expect("codes are strings"))
+        .collect();
+    assert_eq!(documented, sent);
+}
