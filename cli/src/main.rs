@@ -74,9 +74,22 @@ async fn main() -> ExitCode {
     }
 }
 
+/// A DynamoDB client through aws-config's whole provider chain (environment, profiles,
+/// SSO, ...), as an operator's machine needs, with the functions' HTTP client, timeouts
+/// and retries.
+async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(config::http_client())
+        .timeout_config(config::timeouts())
+        .retry_config(config::retries())
+        .load()
+        .await;
+    aws_sdk_dynamodb::Client::new(&sdk)
+}
+
 async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let app = App::new(config, config::dynamodb_client().await);
+    let app = App::new(config, dynamodb_client().await);
     // Without a region the SDK fails every request with a long construction error; say
     // what is missing instead.
     if app.store.client().config().region().is_none() {

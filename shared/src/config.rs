@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
-use aws_config::BehaviorVersion;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 
 /// Everything the functions and `callctl` read from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,30 +68,73 @@ impl Config {
     }
 }
 
-/// The SDK configuration every DynamoDB client here starts from: timeouts and a retry
-/// budget that keep a request well inside API Gateway's 30 s (3 attempts, each at most
-/// 3 s, the whole operation at most 10 s). `AWS_ENDPOINT_URL_DYNAMODB` points it at a
-/// local server.
-pub fn sdk_defaults() -> aws_config::ConfigLoader {
-    aws_config::defaults(BehaviorVersion::latest())
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(Duration::from_secs(1))
-                .operation_attempt_timeout(Duration::from_secs(3))
-                .operation_timeout(Duration::from_secs(10))
-                .build(),
-        )
-        .retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(3)
-                .with_initial_backoff(Duration::from_millis(50))
-                .with_max_backoff(Duration::from_secs(1)),
-        )
+/// The HTTPS client every DynamoDB client here uses: rustls on ring.
+pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()
 }
 
-/// A DynamoDB client configured from the environment and [`sdk_defaults`].
-pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
-    aws_sdk_dynamodb::Client::new(&sdk_defaults().load().await)
+/// Timeouts that keep a request well inside API Gateway's 30 s: each attempt at most 3 s,
+/// the whole operation (3 attempts, see [`retries`]) at most 10 s.
+pub fn timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .operation_attempt_timeout(Duration::from_secs(3))
+        .operation_timeout(Duration::from_secs(10))
+        .build()
+}
+
+/// The retry budget: 3 attempts with short backoff.
+pub fn retries() -> RetryConfig {
+    RetryConfig::standard()
+        .with_max_attempts(3)
+        .with_initial_backoff(Duration::from_millis(50))
+        .with_max_backoff(Duration::from_secs(1))
+}
+
+/// A DynamoDB client for `endpoint` (a local server) or AWS's, with our HTTP client,
+/// timeouts and retries.
+pub fn dynamodb_client_with(endpoint: Option<&str>, region: &str, credentials: Credentials) -> aws_sdk_dynamodb::Client {
+    let mut builder = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(region.to_owned()))
+        .credentials_provider(credentials)
+        .http_client(http_client())
+        .timeout_config(timeouts())
+        .retry_config(retries());
+    if let Some(endpoint) = endpoint {
+        builder = builder.endpoint_url(endpoint);
+    }
+    aws_sdk_dynamodb::Client::from_conf(builder.build())
+}
+
+/// The functions' DynamoDB client, from the environment Lambda provides: `AWS_REGION`,
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, and optionally
+/// `AWS_ENDPOINT_URL_DYNAMODB` for a local server. Not aws-config's whole provider chain
+/// (profiles, SSO, STS): the functions never need it, and it would be a third of their
+/// binary. `callctl` uses that chain instead.
+pub fn dynamodb_client_from_env() -> Result<aws_sdk_dynamodb::Client, ConfigError> {
+    dynamodb_client_from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+}
+
+fn dynamodb_client_from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<aws_sdk_dynamodb::Client, ConfigError> {
+    let required = |name: &'static str| {
+        get(name).ok_or(ConfigError { name, value: String::new(), reason: "must be set (Lambda sets it)" })
+    };
+    let region = get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION")).ok_or(ConfigError {
+        name: "AWS_REGION",
+        value: String::new(),
+        reason: "must be set (Lambda sets it)",
+    })?;
+    let credentials = Credentials::new(
+        required("AWS_ACCESS_KEY_ID")?,
+        required("AWS_SECRET_ACCESS_KEY")?,
+        get("AWS_SESSION_TOKEN"),
+        None,
+        "environment",
+    );
+    let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
+    Ok(dynamodb_client_with(endpoint.as_deref(), &region, credentials))
 }
 
 #[cfg(test)]
@@ -112,6 +155,23 @@ mod tests {
         assert_eq!(c.cache_ttl, Duration::from_secs(60));
         assert_eq!(c.max_body_bytes, 6 * 1024 * 1024);
         assert!(!c.warm_up && !c.json_logs);
+    }
+
+    #[test]
+    fn the_client_needs_region_and_credentials_from_the_environment() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        assert!(dynamodb_client_from_lookup(env(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")])).is_err());
+        assert!(dynamodb_client_from_lookup(env(&[("AWS_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "a")])).is_err());
+        let client = dynamodb_client_from_lookup(env(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "a"),
+            ("AWS_SECRET_ACCESS_KEY", "b"),
+            ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000"),
+        ]))
+        .unwrap();
+        assert_eq!(client.config().region().map(|r| r.as_ref()), Some("eu-west-1"));
     }
 
     #[test]

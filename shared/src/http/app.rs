@@ -29,7 +29,7 @@ impl App {
     pub async fn from_env() -> Result<App, ConfigError> {
         let config = Config::from_env()?;
         super::logging::init(config.json_logs);
-        let app = App::new(config, config::dynamodb_client().await);
+        let app = App::new(config, config::dynamodb_client_from_env()?);
         if app.config.warm_up {
             app.warm_up().await;
         }

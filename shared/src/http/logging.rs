@@ -5,20 +5,25 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
 
 use crate::call::Operation;
 use crate::store::{Outcome, Stored};
 
 /// Starts logging to stdout: JSON lines when `json`, readable text otherwise. `RUST_LOG`
-/// filters (default `info`). Calling it twice is harmless.
+/// filters (`info`, or `target=level,...`; default `info`). Calling it twice is harmless.
 pub fn init(json: bool) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let filter: Targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
+    let builder = tracing_subscriber::fmt().with_target(false);
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let _ = if json {
-        builder.json().flatten_event(true).without_time().try_init()
+        builder.json().flatten_event(true).without_time().finish().with(filter).try_init()
     } else {
-        builder.try_init()
+        builder.finish().with(filter).try_init()
     };
 }
 

@@ -11,9 +11,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use aws_sdk_dynamodb::config::{Credentials, Region};
+use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
-use call_ingest::config::{sdk_defaults, Config};
+use call_ingest::config::{dynamodb_client_with, Config};
 use call_ingest::http::App;
 use call_ingest::store::tables;
 
@@ -78,13 +78,7 @@ pub async fn client() -> Client {
 
 /// A client of whatever listens at `endpoint`.
 pub async fn client_at(endpoint: &str) -> Client {
-    let sdk = sdk_defaults()
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
-        .load()
-        .await;
-    Client::new(&sdk)
+    dynamodb_client_with(Some(endpoint), "us-east-1", Credentials::new("test", "test", None, None, "tests"))
 }
 
 /// A fresh pair of tables, named uniquely for this test.
