@@ -51,7 +51,7 @@ impl Secret {
     /// A new random secret of `kind`.
     pub fn generate(kind: Kind) -> Result<Secret, getrandom::Error> {
         let mut bytes = [0u8; SECRET_BYTES];
-        getrandom::fill(&mut bytes)?;
+        getrandom::getrandom(&mut bytes)?;
         Ok(Secret::from_token(format!("{}{}", kind.prefix(), hex(&bytes))))
     }
 

@@ -487,13 +487,13 @@ pub(crate) fn now_ms() -> u64 {
 
 fn random_u32() -> u32 {
     let mut b = [0u8; 4];
-    let _ = getrandom::fill(&mut b);
+    let _ = getrandom::getrandom(&mut b);
     u32::from_le_bytes(b)
 }
 
 /// `bytes` random bytes as hex.
 pub(crate) fn random_hex(bytes: usize) -> Result<String, StoreError> {
     let mut b = vec![0u8; bytes];
-    getrandom::fill(&mut b).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
+    getrandom::getrandom(&mut b).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
     Ok(crate::call::hex(&b))
 }
