@@ -63,10 +63,7 @@ async fn main() -> ExitCode {
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // `{:#}` joins the causes on one line; SDK messages may still hold newlines.
-            let reason = format!("{e:#}")
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
+            let reason = format!("{e:#}").split_whitespace().collect::<Vec<_>>().join(" ");
             // Nothing more can be done if stderr is gone too.
             let _ = writeln!(std::io::stderr(), "callctl: {reason}");
             ExitCode::FAILURE

@@ -49,17 +49,13 @@ impl Output {
 
 /// Whether the error is stdout's reader having gone away.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<io::Error>()
-        .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
 }
 
 /// `label  value` lines, the labels padded to one width.
 pub fn fields(pairs: &[(&str, String)]) -> String {
     let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{k:<width$}  {v}\n"))
-        .collect()
+    pairs.iter().map(|(k, v)| format!("{k:<width$}  {v}\n")).collect()
 }
 
 /// A table with a header line; columns padded to their widest cell.
@@ -71,10 +67,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let line = |cells: &mut dyn Iterator<Item = &str>| {
-        let padded: Vec<String> = cells
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
+        let padded: Vec<String> = cells.zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
         format!("{}\n", padded.join("  ").trim_end())
     };
     let mut out = line(&mut headers.iter().copied());
@@ -122,13 +115,7 @@ mod tests {
 
     #[test]
     fn tables_align_columns() {
-        let t = table(
-            &["ID", "NAME"],
-            &[
-                vec!["1".into(), "Acme".into()],
-                vec!["123".into(), "B".into()],
-            ],
-        );
+        let t = table(&["ID", "NAME"], &[vec!["1".into(), "Acme".into()], vec!["123".into(), "B".into()]]);
         assert_eq!(t, "ID   NAME\n1    Acme\n123  B\n");
     }
 }

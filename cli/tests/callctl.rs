@@ -40,10 +40,7 @@ struct Callctl {
 
 impl Callctl {
     fn new(calls: &str, directory: &str) -> Self {
-        Callctl {
-            calls: calls.to_owned(),
-            directory: directory.to_owned(),
-        }
+        Callctl { calls: calls.to_owned(), directory: directory.to_owned() }
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -64,11 +61,7 @@ impl Callctl {
     /// Runs a command that must succeed; its stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "callctl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "callctl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).expect("stdout is UTF-8")
     }
 
@@ -77,9 +70,8 @@ impl Callctl {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
         let stdout = self.ok(&all);
-        serde_json::from_str(&stdout).unwrap_or_else(|e| {
-            panic!("callctl {args:?} printed no single JSON document ({e}): {stdout}")
-        })
+        serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("callctl {args:?} printed no single JSON document ({e}): {stdout}"))
     }
 
     /// Runs a command that must fail with `code`; its stderr, checked to be one line.
@@ -90,9 +82,7 @@ impl Callctl {
         let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
         if code == 1 {
             assert!(
-                stderr.starts_with("callctl: ")
-                    && stderr.ends_with('\n')
-                    && stderr.lines().count() == 1,
+                stderr.starts_with("callctl: ") && stderr.ends_with('\n') && stderr.lines().count() == 1,
                 "not one line: {stderr:?}"
             );
         }
@@ -102,27 +92,16 @@ impl Callctl {
 
 fn unique_names() -> (String, String) {
     static N: AtomicU64 = AtomicU64::new(0);
-    let tag = format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    );
-    (
-        format!("callctl-calls-{tag}"),
-        format!("callctl-directory-{tag}"),
-    )
+    let tag = format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
+    (format!("callctl-calls-{tag}"), format!("callctl-directory-{tag}"))
 }
 
 fn u64_of(value: &Value, field: &str) -> u64 {
-    value[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no number {field} in {value}"))
+    value[field].as_u64().unwrap_or_else(|| panic!("no number {field} in {value}"))
 }
 
 fn str_of<'a>(value: &'a Value, field: &str) -> &'a str {
-    value[field]
-        .as_str()
-        .unwrap_or_else(|| panic!("no string {field} in {value}"))
+    value[field].as_str().unwrap_or_else(|| panic!("no string {field} in {value}"))
 }
 
 #[tokio::test]
@@ -137,11 +116,7 @@ async fn operator_workflow_end_to_end() {
     assert_eq!(again["calls"]["status"], "exists");
     assert_eq!(again["directory"]["status"], "exists");
     assert_eq!(again["calls"]["table"], calls.as_str());
-    let tables = Tables {
-        client: support::client().await,
-        calls,
-        directory,
-    };
+    let tables = Tables { client: support::client().await, calls, directory };
 
     // Workspace, agent, key.
     let workspace = cli.json(&["workspace", "create", "--name", "Acme"]);
@@ -149,74 +124,29 @@ async fn operator_workflow_end_to_end() {
     let ws = u64_of(&workspace, "id");
     let ws_arg = ws.to_string();
     let ws_arg = ws_arg.as_str();
-    assert_eq!(
-        cli.json(&["workspace", "get", "--id", ws_arg])["name"],
-        "Acme"
-    );
+    assert_eq!(cli.json(&["workspace", "get", "--id", ws_arg])["name"], "Acme");
 
-    let agent = cli.json(&[
-        "agent",
-        "create",
-        "--workspace",
-        ws_arg,
-        "--remote-id",
-        "front-desk",
-        "--name",
-        "Front desk",
-    ]);
+    let agent =
+        cli.json(&["agent", "create", "--workspace", ws_arg, "--remote-id", "front-desk", "--name", "Front desk"]);
     let agent_id = str_of(&agent, "id").to_owned();
     assert_eq!(u64_of(&agent, "workspace_id"), ws);
     assert_eq!(agent["remote_id"], "front-desk");
-    let fixture = cli.json(&[
-        "agent",
-        "create",
-        "--workspace",
-        ws_arg,
-        "--remote-id",
-        "night-desk",
-        "--agent-id",
-        "agt_fixture",
-    ]);
+    let fixture =
+        cli.json(&["agent", "create", "--workspace", ws_arg, "--remote-id", "night-desk", "--agent-id", "agt_fixture"]);
     assert_eq!(fixture["id"], "agt_fixture");
-    let found = cli.json(&[
-        "agent",
-        "get",
-        "--workspace",
-        ws_arg,
-        "--remote-id",
-        "front-desk",
-    ]);
+    let found = cli.json(&["agent", "get", "--workspace", ws_arg, "--remote-id", "front-desk"]);
     assert_eq!(found["id"], agent_id.as_str());
-    let err = cli.fails(
-        &[
-            "agent",
-            "get",
-            "--workspace",
-            ws_arg,
-            "--remote-id",
-            "nobody",
-        ],
-        1,
-    );
+    let err = cli.fails(&["agent", "get", "--workspace", ws_arg, "--remote-id", "nobody"], 1);
     assert!(err.contains("no such agent"), "{err}");
     let listed = cli.json(&["agent", "list", "--workspace", ws_arg]);
-    assert_eq!(
-        listed["agents"].as_array().map(Vec::len),
-        Some(2),
-        "{listed}"
-    );
-    assert!(cli
-        .ok(&["agent", "list", "--workspace", ws_arg])
-        .contains("front-desk"));
+    assert_eq!(listed["agents"].as_array().map(Vec::len), Some(2), "{listed}");
+    assert!(cli.ok(&["agent", "list", "--workspace", ws_arg]).contains("front-desk"));
 
     let key = cli.json(&["key", "create", "--workspace", ws_arg, "--name", "ci"]);
     let token = str_of(&key, "token").to_owned();
     let public_id = str_of(&key, "public_id").to_owned();
     assert_eq!(u64_of(&key, "workspace_id"), ws);
-    assert!(
-        token.starts_with("cik_") && token.starts_with(&public_id),
-        "{key}"
-    );
+    assert!(token.starts_with("cik_") && token.starts_with(&public_id), "{key}");
     let secret_part = &token[public_id.len()..];
 
     // The key works through the library: it authenticates to the workspace and
@@ -224,71 +154,30 @@ async fn operator_workflow_end_to_end() {
     let app = tables.app(&[("DIRECTORY_CACHE_TTL_SECS", "0")]);
     let lookup = app
         .directory
-        .lookup(
-            &token,
-            Some(AgentRef::Remote {
-                workspace_id: ws,
-                remote_id: "front-desk",
-            }),
-        )
+        .lookup(&token, Some(AgentRef::Remote { workspace_id: ws, remote_id: "front-desk" }))
         .await
         .expect("lookup");
     assert_eq!(
         lookup.authenticate(Operation::CreateCall),
-        Ok(Principal::ApiKey {
-            workspace_id: ws,
-            public_id: public_id.clone()
-        })
+        Ok(Principal::ApiKey { workspace_id: ws, public_id: public_id.clone() })
     );
     assert_eq!(lookup.authorize(ws).map(|a| a.id), Ok(agent_id.clone()));
 
     // A call stored by the library reads back through callctl, raw bytes exact.
     let raw = BODY.as_bytes();
-    let doc =
-        call_ingest::call::ingest(Operation::CreateCall, raw).expect("the test body is valid");
-    let owner = Owner {
-        workspace_id: ws,
-        agent_id: &agent_id,
-    };
-    let stored = app
-        .store
-        .put_call(owner, &doc, raw)
-        .await
-        .expect("put_call");
+    let doc = call_ingest::call::ingest(Operation::CreateCall, raw).expect("the test body is valid");
+    let owner = Owner { workspace_id: ws, agent_id: &agent_id };
+    let stored = app.store.put_call(owner, &doc, raw).await.expect("put_call");
     let id_arg = stored.id.to_string();
 
-    let got = cli.json(&[
-        "call",
-        "get",
-        "--workspace",
-        ws_arg,
-        "--call-id",
-        "cli-call-0001",
-    ]);
+    let got = cli.json(&["call", "get", "--workspace", ws_arg, "--call-id", "cli-call-0001"]);
     assert_eq!(u64_of(&got, "id"), stored.id);
     assert_eq!(got["agent_id"], agent_id.as_str());
-    assert_eq!(
-        got["current"]["document"]["call"]["call_id"],
-        "cli-call-0001"
-    );
-    assert_eq!(
-        got["current"]["document"]["call"]["user_sentiment"],
-        "positive"
-    );
-    assert!(
-        got.get("raw").is_none() && got.get("revisions").is_none(),
-        "{got}"
-    );
+    assert_eq!(got["current"]["document"]["call"]["call_id"], "cli-call-0001");
+    assert_eq!(got["current"]["document"]["call"]["user_sentiment"], "positive");
+    assert!(got.get("raw").is_none() && got.get("revisions").is_none(), "{got}");
 
-    let out = cli.run(&[
-        "call",
-        "get",
-        "--workspace",
-        ws_arg,
-        "--call-id",
-        "cli-call-0001",
-        "--raw",
-    ]);
+    let out = cli.run(&["call", "get", "--workspace", ws_arg, "--call-id", "cli-call-0001", "--raw"]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(out.stdout, raw, "--raw is not the body byte for byte");
     let with_raw = cli.json(&["call", "get", "--id", &id_arg, "--raw"]);
@@ -298,30 +187,16 @@ async fn operator_workflow_end_to_end() {
     assert_eq!(by_id["call_id"], "cli-call-0001");
     assert_eq!(by_id["current"], got["current"]);
     let human = cli.ok(&["call", "get", "--id", &id_arg]);
-    assert!(
-        human.contains("cli-call-0001") && human.contains("\"transcript\""),
-        "{human}"
-    );
+    assert!(human.contains("cli-call-0001") && human.contains("\"transcript\""), "{human}");
 
     // A new version: the earlier one is a revision.
     let revised_body = BODY.replace("call_ended", "call_analyzed");
-    let revised =
-        call_ingest::call::ingest(Operation::CreateCall, revised_body.as_bytes()).expect("valid");
-    app.store
-        .put_call(owner, &revised, revised_body.as_bytes())
-        .await
-        .expect("revise");
+    let revised = call_ingest::call::ingest(Operation::CreateCall, revised_body.as_bytes()).expect("valid");
+    app.store.put_call(owner, &revised, revised_body.as_bytes()).await.expect("revise");
     let history = cli.json(&["call", "get", "--id", &id_arg, "--revisions", "--raw"]);
-    assert_eq!(
-        history["current"]["document"]["call"]["call_status"],
-        "call_analyzed"
-    );
+    assert_eq!(history["current"]["document"]["call"]["call_status"], "call_analyzed");
     assert_eq!(history["raw"], revised_body.as_str());
-    assert_eq!(
-        history["revisions"].as_array().map(Vec::len),
-        Some(1),
-        "{history}"
-    );
+    assert_eq!(history["revisions"].as_array().map(Vec::len), Some(1), "{history}");
     assert_eq!(history["revisions"][0]["raw"], BODY);
     cli.fails(&["call", "get", "--id", &id_arg, "--revisions", "--raw"], 1);
 
@@ -336,70 +211,36 @@ async fn operator_workflow_end_to_end() {
         let one = cli.json(&["call", "list", "--workspace", ws_arg, "--agent", agent]);
         assert_eq!(one["calls"], list["calls"]);
     }
-    let none = cli.json(&[
-        "call",
-        "list",
-        "--workspace",
-        ws_arg,
-        "--agent",
-        "agt_fixture",
-    ]);
+    let none = cli.json(&["call", "list", "--workspace", ws_arg, "--agent", "agt_fixture"]);
     assert_eq!(none["calls"], Value::Array(vec![]));
     let table = cli.ok(&["call", "list", "--workspace", ws_arg, "--limit", "5"]);
-    assert!(
-        table.contains("cli-call-0001") && table.contains("2025-11-21T04:40:00Z"),
-        "{table}"
-    );
+    assert!(table.contains("cli-call-0001") && table.contains("2025-11-21T04:40:00Z"), "{table}");
 
     // Not found: exit 1, one line.
-    let err = cli.fails(
-        &["call", "get", "--workspace", ws_arg, "--call-id", "missing"],
-        1,
-    );
+    let err = cli.fails(&["call", "get", "--workspace", ws_arg, "--call-id", "missing"], 1);
     assert!(err.contains("no such call"), "{err}");
     let err = cli.fails(&["--json", "call", "get", "--id", "999999999"], 1);
     assert!(err.contains("no such call"), "{err}");
 
     // Keys are listed without their secret; revoked, they stop working.
-    for args in [
-        &["key", "list", "--workspace", ws_arg][..],
-        &["--json", "key", "list", "--workspace", ws_arg],
-    ] {
+    for args in [&["key", "list", "--workspace", ws_arg][..], &["--json", "key", "list", "--workspace", ws_arg]] {
         let listing = cli.ok(args);
-        assert!(
-            listing.contains(&public_id) && listing.contains("ci"),
-            "{listing}"
-        );
-        assert!(
-            !listing.contains(secret_part),
-            "key list shows the secret: {listing}"
-        );
+        assert!(listing.contains(&public_id) && listing.contains("ci"), "{listing}");
+        assert!(!listing.contains(secret_part), "key list shows the secret: {listing}");
     }
     let revoked = cli.json(&["key", "revoke", &public_id]);
     assert_eq!(revoked["public_id"], public_id.as_str());
     let keys = cli.json(&["key", "list", "--workspace", ws_arg]);
     assert!(keys["keys"][0]["revoked_at"].is_u64(), "{keys}");
     let lookup = app.directory.lookup(&token, None).await.expect("lookup");
-    assert_eq!(
-        lookup.authenticate(Operation::CreateCall),
-        Err(Denied::Unauthorized)
-    );
+    assert_eq!(lookup.authenticate(Operation::CreateCall), Err(Denied::Unauthorized));
     // A key is not revoked through `session revoke`, nor a missing one at all.
     cli.fails(&["session", "revoke", &public_id], 1);
     let err = cli.fails(&["key", "revoke", "cik_00000000"], 1);
     assert!(err.contains("cik_00000000"), "{err}");
 
     // Sessions: the token printed once; it works for Create Call until revoked.
-    let out = cli.ok(&[
-        "session",
-        "create",
-        "--user",
-        "alice",
-        "--workspace",
-        ws_arg,
-        "--ttl",
-        "2h",
-    ]);
+    let out = cli.ok(&["session", "create", "--user", "alice", "--workspace", ws_arg, "--ttl", "2h"]);
     let session = out
         .split_whitespace()
         .find(|w| w.starts_with("cis_") && w.len() > 12)
@@ -407,45 +248,19 @@ async fn operator_workflow_end_to_end() {
         .to_owned();
     assert_eq!(out.matches(&session).count(), 1, "{out}");
     assert!(out.contains("not be shown again"), "{out}");
-    match app
-        .directory
-        .lookup(&session, None)
-        .await
-        .expect("lookup")
-        .authenticate(Operation::CreateCall)
-    {
-        Ok(Principal::Session {
-            user, workspaces, ..
-        }) => assert_eq!((user.as_str(), workspaces), ("alice", vec![ws])),
+    match app.directory.lookup(&session, None).await.expect("lookup").authenticate(Operation::CreateCall) {
+        Ok(Principal::Session { user, workspaces, .. }) => assert_eq!((user.as_str(), workspaces), ("alice", vec![ws])),
         other => panic!("session did not authenticate: {other:?}"),
     }
-    let json_session = cli.json(&[
-        "session",
-        "create",
-        "--user",
-        "bob",
-        "--workspace",
-        ws_arg,
-        "--workspace",
-        ws_arg,
-    ]);
+    let json_session = cli.json(&["session", "create", "--user", "bob", "--workspace", ws_arg, "--workspace", ws_arg]);
     let expires = u64_of(&json_session, "expires_at");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs();
-    assert!(
-        (now + 3590..=now + 3610).contains(&expires),
-        "default ttl is not 1h: {json_session}"
-    );
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+    assert!((now + 3590..=now + 3610).contains(&expires), "default ttl is not 1h: {json_session}");
     assert_eq!(json_session["workspaces"], serde_json::json!([ws]));
     let revoked = cli.json(&["session", "revoke", &session]);
     assert_eq!(revoked["public_id"], &session[..12]);
     let lookup = app.directory.lookup(&session, None).await.expect("lookup");
-    assert_eq!(
-        lookup.authenticate(Operation::CreateCall),
-        Err(Denied::Unauthorized)
-    );
+    assert_eq!(lookup.authenticate(Operation::CreateCall), Err(Denied::Unauthorized));
 
     tables.delete().await;
 }
@@ -456,48 +271,18 @@ async fn usage_and_input_errors_fail_cleanly() {
     let cli = Callctl::new(&tables.calls, &tables.directory);
     // Usage errors are clap's: exit 2.
     for ttl in ["0h", "garbage", "10", "1.5h", "-1d", "400d"] {
-        cli.fails(
-            &[
-                "session",
-                "create",
-                "--user",
-                "u",
-                "--workspace",
-                "1",
-                "--ttl",
-                ttl,
-            ],
-            2,
-        );
+        cli.fails(&["session", "create", "--user", "u", "--workspace", "1", "--ttl", ttl], 2);
     }
     cli.fails(&["call", "get", "--workspace", "1"], 2);
-    cli.fails(
-        &[
-            "call",
-            "get",
-            "--id",
-            "1",
-            "--workspace",
-            "1",
-            "--call-id",
-            "c",
-        ],
-        2,
-    );
+    cli.fails(&["call", "get", "--id", "1", "--workspace", "1", "--call-id", "c"], 2);
     cli.fails(&["workspace", "create", "--name", "x", "--bogus"], 2);
     cli.fails(&["agent", "list", "--workspace", "0"], 2);
     // Input the tables refuse: exit 1, one line.
-    let err = cli.fails(
-        &["agent", "create", "--workspace", "42", "--remote-id", "r"],
-        1,
-    );
+    let err = cli.fails(&["agent", "create", "--workspace", "42", "--remote-id", "r"], 1);
     assert!(err.contains("workspace 42"), "{err}");
     let err = cli.fails(&["--json", "key", "list", "--workspace", "42"], 1);
     assert!(err.contains("no such workspace"), "{err}");
-    let err = cli.fails(
-        &["session", "create", "--user", "u", "--workspace", "42"],
-        1,
-    );
+    let err = cli.fails(&["session", "create", "--user", "u", "--workspace", "42"], 1);
     assert!(err.contains("42"), "{err}");
     cli.fails(&["workspace", "create", "--name", "  "], 1);
     tables.delete().await;
@@ -507,11 +292,7 @@ async fn usage_and_input_errors_fail_cleanly() {
 async fn no_secret_is_stored() {
     let tables = Tables::new().await;
     let cli = Callctl::new(&tables.calls, &tables.directory);
-    let ws = u64_of(
-        &cli.json(&["workspace", "create", "--name", "Secrets"]),
-        "id",
-    )
-    .to_string();
+    let ws = u64_of(&cli.json(&["workspace", "create", "--name", "Secrets"]), "id").to_string();
     let mut tokens = Vec::new();
     for name in ["one", "two"] {
         let key = cli.json(&["key", "create", "--workspace", &ws, "--name", name]);
@@ -521,16 +302,7 @@ async fn no_secret_is_stored() {
     let registered = cli.json(&["key", "create", "--workspace", &ws, "--token", fixture]);
     assert_eq!(registered["token"], fixture);
     tokens.push(fixture.to_owned());
-    let session = cli.json(&[
-        "session",
-        "create",
-        "--user",
-        "carol",
-        "--workspace",
-        &ws,
-        "--ttl",
-        "30m",
-    ]);
+    let session = cli.json(&["session", "create", "--user", "carol", "--workspace", &ws, "--ttl", "30m"]);
     tokens.push(str_of(&session, "token").to_owned());
     let human = cli.ok(&["key", "create", "--workspace", &ws]);
     tokens.push(
@@ -548,11 +320,7 @@ async fn no_secret_is_stored() {
         let secret = &token[12..];
         for item in &items {
             let text = format!("{item:?}");
-            assert!(
-                !text.contains(secret),
-                "the secret of {} is stored: {text}",
-                &token[..12]
-            );
+            assert!(!text.contains(secret), "the secret of {} is stored: {text}", &token[..12]);
         }
     }
     tables.delete().await;

@@ -75,12 +75,8 @@ fn pipeline(c: &mut Criterion, inputs: &[Input]) {
             .warm_up_time(Duration::from_secs(1))
             .measurement_time(input.measurement)
             .sampling_mode(input.sampling);
-        group.bench_function("value", |b| {
-            b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(body)))
-        });
-        group.bench_function("ingest", |b| {
-            b.iter(|| call::ingest(Operation::CreateCall, black_box(body)))
-        });
+        group.bench_function("value", |b| b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(body))));
+        group.bench_function("ingest", |b| b.iter(|| call::ingest(Operation::CreateCall, black_box(body))));
         group.finish();
     }
 }
@@ -97,9 +93,7 @@ fn store_work(c: &mut Criterion, sixty_minutes: &[u8]) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
     group.bench_function("to_json", |b| b.iter(|| black_box(&doc).to_json()));
-    group.bench_function("to_json+digest_of", |b| {
-        b.iter(|| CallDocument::digest_of(&black_box(&doc).to_json()))
-    });
+    group.bench_function("to_json+digest_of", |b| b.iter(|| CallDocument::digest_of(&black_box(&doc).to_json())));
     group.finish();
 }
 
@@ -117,29 +111,20 @@ fn output_directory() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .map_or_else(
-            || PathBuf::from("target/criterion"),
-            |t| t.join("criterion"),
-        )
+        .map_or_else(|| PathBuf::from("target/criterion"), |t| t.join("criterion"))
 }
 
 /// Criterion's headline time, in nanoseconds, of one benchmark of this run: the slope
 /// for linear sampling, the mean otherwise. `None` when it did not run (filtered out, or
 /// `cargo test --benches`, which writes no estimates).
 fn estimate_ns(dir: &Path, group: &str, function: &str, since: SystemTime) -> Option<f64> {
-    let path = dir
-        .join(group)
-        .join(function)
-        .join("new")
-        .join("estimates.json");
+    let path = dir.join(group).join(function).join("new").join("estimates.json");
     let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
     if modified < since {
         return None; // a previous run's
     }
     let estimates: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-    ["slope", "mean"]
-        .iter()
-        .find_map(|kind| estimates.get(kind)?.get("point_estimate")?.as_f64())
+    ["slope", "mean"].iter().find_map(|kind| estimates.get(kind)?.get("point_estimate")?.as_f64())
 }
 
 fn summary(dir: &Path, inputs: &[Input], since: SystemTime) {
@@ -181,9 +166,7 @@ fn main() {
     let started = SystemTime::now();
     let dir = output_directory();
     let inputs = inputs();
-    let mut c = Criterion::default()
-        .output_directory(&dir)
-        .configure_from_args();
+    let mut c = Criterion::default().output_directory(&dir).configure_from_args();
     pipeline(&mut c, &inputs);
     store_work(&mut c, &inputs[1].body);
     c.final_summary();

@@ -19,23 +19,13 @@ use call_ingest::call::{self, CallDocument, Operation};
 /// A `kB` line of `/proc/self/status` (`VmHWM`, `VmRSS`), in bytes.
 fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status
-        .lines()
-        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
-    let kb: u64 = line[field.len() + 1..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
+    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
+    let kb: u64 = line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kb * 1024)
 }
 
 fn mb(bytes: Option<u64>) -> String {
-    bytes.map_or_else(
-        || "unknown".to_owned(),
-        |b| format!("{:.1} MB", b as f64 / 1e6),
-    )
+    bytes.map_or_else(|| "unknown".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6))
 }
 
 fn main() -> ExitCode {
@@ -47,10 +37,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         },
-        None => (
-            callgen::create_call_bytes(5_800_000, 3),
-            "callgen::create_call_bytes(5_800_000, 3)".to_owned(),
-        ),
+        None => (callgen::create_call_bytes(5_800_000, 3), "callgen::create_call_bytes(5_800_000, 3)".to_owned()),
     };
     let before = status_bytes("VmHWM");
     let doc = match call::ingest(Operation::CreateCall, &body) {
@@ -66,22 +53,10 @@ fn main() -> ExitCode {
     let digest = CallDocument::digest_of(&json);
     let after_store = status_bytes("VmHWM");
 
-    println!(
-        "input:                          {} bytes ({source})",
-        body.len()
-    );
-    println!(
-        "segments:                       {}",
-        doc.call
-            .transcript_with_tool_calls
-            .as_ref()
-            .map_or(0, Vec::len)
-    );
+    println!("input:                          {} bytes ({source})", body.len());
+    println!("segments:                       {}", doc.call.transcript_with_tool_calls.as_ref().map_or(0, Vec::len));
     println!("peak RSS before ingest:         {}", mb(before));
-    println!(
-        "peak RSS after ingest:          {}  <- target: under 100 MB",
-        mb(after_ingest)
-    );
+    println!("peak RSS after ingest:          {}  <- target: under 100 MB", mb(after_ingest));
     println!(
         "peak RSS after to_json+digest:  {} (stored JSON {} bytes, sha256 {}…)",
         mb(after_store),

@@ -94,7 +94,11 @@ pub fn retries() -> RetryConfig {
 
 /// A DynamoDB client for `endpoint` (a local server) or AWS's, with our HTTP client,
 /// timeouts and retries.
-pub fn dynamodb_client_with(endpoint: Option<&str>, region: &str, credentials: Credentials) -> aws_sdk_dynamodb::Client {
+pub fn dynamodb_client_with(
+    endpoint: Option<&str>,
+    region: &str,
+    credentials: Credentials,
+) -> aws_sdk_dynamodb::Client {
     let mut builder = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(region.to_owned()))
@@ -162,7 +166,9 @@ mod tests {
         let env = |vars: &'static [(&'static str, &'static str)]| {
             move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         };
-        assert!(dynamodb_client_from_lookup(env(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")])).is_err());
+        assert!(
+            dynamodb_client_from_lookup(env(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")])).is_err()
+        );
         assert!(dynamodb_client_from_lookup(env(&[("AWS_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "a")])).is_err());
         let client = dynamodb_client_from_lookup(env(&[
             ("AWS_REGION", "eu-west-1"),
@@ -178,6 +184,9 @@ mod tests {
     fn cache_lifetime_above_sixty_seconds_is_refused() {
         assert!(config(&[("DIRECTORY_CACHE_TTL_SECS", "61")]).is_err());
         assert!(config(&[("ID_BLOCK_SIZE", "zero")]).is_err());
-        assert_eq!(config(&[("LOG_FORMAT", "JSON"), ("WARM_UP", "true")]).map(|c| (c.json_logs, c.warm_up)).unwrap(), (true, true));
+        assert_eq!(
+            config(&[("LOG_FORMAT", "JSON"), ("WARM_UP", "true")]).map(|c| (c.json_logs, c.warm_up)).unwrap(),
+            (true, true)
+        );
     }
 }

@@ -49,7 +49,12 @@ async fn post_b(f: &Fixture, auth: Option<&str>, workspace: &str, remote: &str, 
 }
 
 async fn post_a(f: &Fixture, auth: Option<&str>, agent: &str, call_id: &str) -> Answer {
-    send(&f.app, Operation::SendCallData, request(Operation::SendCallData, auth, &[], &send_call_data_body(agent, call_id))).await
+    send(
+        &f.app,
+        Operation::SendCallData,
+        request(Operation::SendCallData, auth, &[], &send_call_data_body(agent, call_id)),
+    )
+    .await
 }
 
 fn assert_unauthorized(a: &Answer) {
@@ -155,7 +160,9 @@ async fn credentials_are_checked_before_the_body() {
     let a = send(&f.app, Operation::CreateCall, request(Operation::CreateCall, None, &q, &bad)).await;
     assert_unauthorized(&a);
     assert!(a.body.get("errors").is_none(), "an anonymous caller learns nothing of the schema");
-    let a = send(&f.app, Operation::SendCallData, request(Operation::SendCallData, Some("Bearer cik_wrong"), &[], &bad)).await;
+    let a =
+        send(&f.app, Operation::SendCallData, request(Operation::SendCallData, Some("Bearer cik_wrong"), &[], &bad))
+            .await;
     assert_unauthorized(&a);
     f.t.delete().await;
 }

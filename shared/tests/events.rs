@@ -91,9 +91,15 @@ async fn a_body_that_is_not_json_is_400_and_a_non_json_content_type_415() {
     req = request(Operation::CreateCall, Some(&auth), &q, &create_call_body("ct"));
     req.headers_mut().insert("content-type", "text/plain".parse().unwrap());
     assert_eq!(send(&app, Operation::CreateCall, req).await.status, 415);
-    let a = send(&app, Operation::CreateCall, request(Operation::CreateCall, Some(&auth), &[("workspace_id", "x")], &create_call_body("q"))).await;
+    let a = send(
+        &app,
+        Operation::CreateCall,
+        request(Operation::CreateCall, Some(&auth), &[("workspace_id", "x")], &create_call_body("q")),
+    )
+    .await;
     assert_eq!(a.status, 422);
-    let pointers: Vec<&str> = a.body["errors"].as_array().unwrap().iter().filter_map(|e| e["pointer"].as_str()).collect();
+    let pointers: Vec<&str> =
+        a.body["errors"].as_array().unwrap().iter().filter_map(|e| e["pointer"].as_str()).collect();
     assert_eq!(pointers, ["/query/agent_remote_identifier", "/query/workspace_id"]);
     t.delete().await;
 }

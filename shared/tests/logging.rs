@@ -32,7 +32,11 @@ impl Write for Captured {
 fn the_request_log_holds_no_credential_transcript_or_phone_number() {
     let captured = Captured::default();
     let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().json().with_max_level(tracing::Level::DEBUG).with_writer(move || writer.clone()).finish();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(move || writer.clone())
+        .finish();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     tracing::subscriber::with_default(subscriber, || {
         runtime.block_on(async {
@@ -43,9 +47,19 @@ fn the_request_log_holds_no_credential_transcript_or_phone_number() {
             app.directory.register_api_key(1, "logs", Secret::from_token(EVENTS_KEY.to_owned())).await.unwrap();
             let auth = format!("Bearer {EVENTS_KEY}");
             let q = [("workspace_id", "1"), ("agent_remote_identifier", "events-agent")];
-            let a = send(&app, Operation::CreateCall, request(Operation::CreateCall, Some(&auth), &q, &create_call_body("logged"))).await;
+            let a = send(
+                &app,
+                Operation::CreateCall,
+                request(Operation::CreateCall, Some(&auth), &q, &create_call_body("logged")),
+            )
+            .await;
             assert_eq!(a.status, 201);
-            let a = send(&app, Operation::SendCallData, request(Operation::SendCallData, Some(&auth), &[], &send_call_data_body("agt_events", "logged-a"))).await;
+            let a = send(
+                &app,
+                Operation::SendCallData,
+                request(Operation::SendCallData, Some(&auth), &[], &send_call_data_body("agt_events", "logged-a")),
+            )
+            .await;
             assert_eq!(a.status, 201);
             t.delete().await;
         })

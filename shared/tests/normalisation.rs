@@ -96,8 +96,7 @@ fn without(mut body: Value, pointer: &str) -> Value {
     let (parent, last) = pointer.rsplit_once('/').expect("a pointer");
     match body.pointer_mut(parent) {
         Some(Value::Object(map)) => {
-            map.remove(last)
-                .unwrap_or_else(|| panic!("nothing at {pointer}"));
+            map.remove(last).unwrap_or_else(|| panic!("nothing at {pointer}"));
         }
         _ => panic!("no object at {parent}"),
     }
@@ -113,8 +112,7 @@ fn document_carries_schema_version_and_operation() {
     assert_eq!(doc["operation"], json!("create_call"));
     assert!(doc["call"].is_object());
     assert_eq!(doc.as_object().unwrap().len(), 3, "{doc}");
-    let doc =
-        serde_json::to_value(accept(Operation::SendCallData, &send_call_data_body())).unwrap();
+    let doc = serde_json::to_value(accept(Operation::SendCallData, &send_call_data_body())).unwrap();
     assert_eq!(doc["operation"], json!("send_call_data"));
 }
 
@@ -136,11 +134,7 @@ fn timestamps_in_seconds_are_stored_in_milliseconds() {
 
 #[test]
 fn timestamps_in_milliseconds_are_kept() {
-    let body = with(
-        create_call_body(),
-        "/start_timestamp",
-        json!(1_763_700_000_123_u64),
-    );
+    let body = with(create_call_body(), "/start_timestamp", json!(1_763_700_000_123_u64));
     let body = with(body, "/end_timestamp", json!(1_763_700_009_876_u64));
     let call = stored_b(&body);
     assert_eq!(call["start_timestamp"], json!(1_763_700_000_123_u64));
@@ -150,11 +144,7 @@ fn timestamps_in_milliseconds_are_kept() {
 
 #[test]
 fn start_in_seconds_and_end_in_milliseconds_are_each_normalised() {
-    let body = with(
-        create_call_body(),
-        "/end_timestamp",
-        json!(1_763_700_042_500_u64),
-    );
+    let body = with(create_call_body(), "/end_timestamp", json!(1_763_700_042_500_u64));
     let call = stored_b(&body);
     assert_eq!(call["start_timestamp"], json!(1_763_700_000_000_u64));
     assert_eq!(call["end_timestamp"], json!(1_763_700_042_500_u64));
@@ -163,11 +153,7 @@ fn start_in_seconds_and_end_in_milliseconds_are_each_normalised() {
 
 #[test]
 fn decimal_seconds_become_whole_milliseconds() {
-    let body = with(
-        create_call_body(),
-        "/start_timestamp",
-        json!(1_763_700_000.123),
-    );
+    let body = with(create_call_body(), "/start_timestamp", json!(1_763_700_000.123));
     let body = with(body, "/end_timestamp", json!(1_763_700_007.5));
     let call = stored_b(&body);
     assert_eq!(call["start_timestamp"], json!(1_763_700_000_123_u64));
@@ -185,11 +171,7 @@ fn duration_is_end_minus_start_when_absent() {
 
 #[test]
 fn duration_is_zero_when_end_equals_start() {
-    let call = stored_b(&with(
-        create_call_body(),
-        "/end_timestamp",
-        json!(1_763_700_000),
-    ));
+    let call = stored_b(&with(create_call_body(), "/end_timestamp", json!(1_763_700_000)));
     assert_eq!(call["duration_ms"], json!(0));
 }
 
@@ -212,11 +194,7 @@ fn transcript_is_derived_from_agent_and_user_segments_with_text_in_order() {
 
 #[test]
 fn derived_transcript_skips_segments_without_text() {
-    let body = with(
-        create_call_body(),
-        "/transcript_with_tool_calls/1/text",
-        json!(""),
-    );
+    let body = with(create_call_body(), "/transcript_with_tool_calls/1/text", json!(""));
     let body = without(body, "/transcript_with_tool_calls/0/text");
     let call = stored_b(&body);
     assert_eq!(call["transcript"], json!("Agent: It has shipped."));
@@ -263,10 +241,7 @@ fn metadata_is_merged_into_general_meta_data_raw_and_general_wins_collisions() {
             "only_general": [2]
         })
     );
-    assert!(
-        call.get("metadata").is_none(),
-        "metadata is not stored on its own: {call}"
-    );
+    assert!(call.get("metadata").is_none(), "metadata is not stored on its own: {call}");
 }
 
 #[test]
@@ -280,11 +255,7 @@ fn metadata_alone_becomes_general_meta_data_raw() {
 #[test]
 fn general_meta_data_raw_alone_is_kept() {
     let general = json!({"campaign": "winter", "n": 1.5});
-    let call = stored_b(&with(
-        create_call_body(),
-        "/general_meta_data_raw",
-        general.clone(),
-    ));
+    let call = stored_b(&with(create_call_body(), "/general_meta_data_raw", general.clone()));
     assert_eq!(call["general_meta_data_raw"], general);
 }
 
@@ -300,17 +271,10 @@ fn segment_times_are_taken_from_its_first_and_last_word() {
 
 #[test]
 fn segment_times_sent_are_kept_beside_words() {
-    let body = with(
-        create_call_body(),
-        "/transcript_with_tool_calls/0/start_ms",
-        json!(50),
-    );
+    let body = with(create_call_body(), "/transcript_with_tool_calls/0/start_ms", json!(50));
     let body = with(body, "/transcript_with_tool_calls/0/end_ms", json!(1100));
     let segment = &stored_b(&body)["transcript_with_tool_calls"][0];
-    assert_eq!(
-        (segment["start_ms"].clone(), segment["end_ms"].clone()),
-        (json!(50), json!(1100))
-    );
+    assert_eq!((segment["start_ms"].clone(), segment["end_ms"].clone()), (json!(50), json!(1100)));
 }
 
 #[test]
@@ -326,32 +290,13 @@ fn segment_end_is_start_plus_duration() {
 fn segments_keep_roles_texts_tools_and_nodes() {
     let call = stored_b(&create_call_body());
     let segments = call["transcript_with_tool_calls"].as_array().unwrap();
-    let roles: Vec<&str> = segments
-        .iter()
-        .map(|s| s["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        roles,
-        [
-            "agent",
-            "user",
-            "agent_function",
-            "agent_result",
-            "node_transition",
-            "agent"
-        ]
-    );
+    let roles: Vec<&str> = segments.iter().map(|s| s["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["agent", "user", "agent_function", "agent_result", "node_transition", "agent"]);
     assert_eq!(segments[2]["tool"]["params"], json!({"order": "A1"}));
     assert_eq!(segments[3]["tool"]["result"], json!({"status": "shipped"}));
     assert_eq!(segments[3]["tool"]["is_error"], json!(false));
-    assert_eq!(
-        segments[4]["node"],
-        json!({"from": "greeting", "to": "lookup", "reason": "condition met"})
-    );
-    assert_eq!(
-        segments[0]["words"][0],
-        json!({"word": "Hello,", "start_ms": 100, "end_ms": 300, "confidence": 0.98})
-    );
+    assert_eq!(segments[4]["node"], json!({"from": "greeting", "to": "lookup", "reason": "condition met"}));
+    assert_eq!(segments[0]["words"][0], json!({"word": "Hello,", "start_ms": 100, "end_ms": 300, "confidence": 0.98}));
 }
 
 #[test]
@@ -360,10 +305,7 @@ fn decimal_milliseconds_are_rounded_up_in_segments_words_and_tools() {
     let edits = [
         ("/transcript_with_tool_calls/1/start_ms", json!(1200.2)),
         ("/transcript_with_tool_calls/1/end_ms", json!(2600.0)),
-        (
-            "/transcript_with_tool_calls/0/words/0/start_ms",
-            json!(100.01),
-        ),
+        ("/transcript_with_tool_calls/0/words/0/start_ms", json!(100.01)),
         ("/transcript_with_tool_calls/0/words/2/end_ms", json!(999.5)),
         ("/transcript_with_tool_calls/3/tool/start_ms", json!(2700.1)),
         ("/transcript_with_tool_calls/3/tool/end_ms", json!(3100.9)),
@@ -380,16 +322,8 @@ fn decimal_milliseconds_are_rounded_up_in_segments_words_and_tools() {
     assert_eq!(s[1]["end_ms"], json!(2600));
     assert_eq!(s[0]["words"][0]["start_ms"], json!(101));
     assert_eq!(s[0]["words"][2]["end_ms"], json!(1000));
-    assert_eq!(
-        s[0]["start_ms"],
-        json!(101),
-        "segment start from the rounded first word"
-    );
-    assert_eq!(
-        s[0]["end_ms"],
-        json!(1000),
-        "segment end from the rounded last word"
-    );
+    assert_eq!(s[0]["start_ms"], json!(101), "segment start from the rounded first word");
+    assert_eq!(s[0]["end_ms"], json!(1000), "segment end from the rounded last word");
     assert_eq!(s[3]["tool"]["start_ms"], json!(2701));
     assert_eq!(s[3]["tool"]["end_ms"], json!(3101));
     assert_eq!(s[5]["start_ms"], json!(3301));
@@ -401,12 +335,9 @@ fn decimal_milliseconds_are_rounded_up_in_segments_words_and_tools() {
 
 #[test]
 fn sentiment_is_stored_lower_case() {
-    for (sent, kept) in [
-        ("Positive", "positive"),
-        ("NEUTRAL", "neutral"),
-        ("negative", "negative"),
-        ("UnKnOwN", "unknown"),
-    ] {
+    for (sent, kept) in
+        [("Positive", "positive"), ("NEUTRAL", "neutral"), ("negative", "negative"), ("UnKnOwN", "unknown")]
+    {
         let call = stored_b(&with(create_call_body(), "/user_sentiment", json!(sent)));
         assert_eq!(call["user_sentiment"], json!(kept));
     }
@@ -423,14 +354,8 @@ fn optional_fields_are_stored_as_sent() {
         ("in_voicemail", json!(false)),
         ("collected_dynamic_variables", json!({"name": "Alex"})),
         ("call_cost", json!(12.34)),
-        (
-            "call_analysis",
-            json!({"summary": "ok", "nested": {"a": [1, null]}}),
-        ),
-        (
-            "recording_multi_channel_url",
-            json!("https://r.example.com/mc.wav"),
-        ),
+        ("call_analysis", json!({"summary": "ok", "nested": {"a": [1, null]}})),
+        ("recording_multi_channel_url", json!("https://r.example.com/mc.wav")),
         ("call_id", json!("call_norm_0001")),
         ("call_type", json!("web_call")),
         ("recording_url", json!("pipecat://no-recording")),
@@ -451,16 +376,10 @@ fn unknown_fields_are_kept_in_place() {
         ("/provider", json!({"name": "retell", "v": [1, 2]})),
         ("/x-custom", json!(null)),
         ("/transcript_with_tool_calls/0/speaker_id", json!(7)),
-        (
-            "/transcript_with_tool_calls/0/words/1/punctuated_word",
-            json!("how,"),
-        ),
+        ("/transcript_with_tool_calls/0/words/1/punctuated_word", json!("how,")),
         ("/transcript_with_tool_calls/3/tool/latency_ms", json!(12.5)),
         ("/transcript_with_tool_calls/4/node/confidence", json!(0.9)),
-        (
-            "/transcript_with_tool_calls/1/metadata",
-            json!({"stt_node_ttfb": 210, "custom": true}),
-        ),
+        ("/transcript_with_tool_calls/1/metadata", json!({"stt_node_ttfb": 210, "custom": true})),
     ];
     let mut body = create_call_body();
     for (pointer, value) in &edits {
@@ -487,11 +406,7 @@ fn derived_segment_times_never_end_before_start() {
     ];
     let mut failures = Vec::new();
     for segment in segments {
-        let body = with(
-            create_call_body(),
-            "/transcript_with_tool_calls",
-            json!([segment]),
-        );
+        let body = with(create_call_body(), "/transcript_with_tool_calls", json!([segment]));
         let bytes = serde_json::to_vec(&body).unwrap();
         match ingest(Operation::CreateCall, &bytes) {
             Err(Rejection::Invalid(_)) => {}
@@ -501,9 +416,7 @@ fn derived_segment_times_never_end_before_start() {
                 let s = &call["transcript_with_tool_calls"][0];
                 if let (Some(start), Some(end)) = (s["start_ms"].as_u64(), s["end_ms"].as_u64()) {
                     if end < start {
-                        failures.push(format!(
-                            "accepted {segment} and stored start_ms {start}, end_ms {end}"
-                        ));
+                        failures.push(format!("accepted {segment} and stored start_ms {start}, end_ms {end}"));
                     }
                 }
             }
@@ -518,18 +431,11 @@ fn derived_segment_end_stays_within_the_millisecond_range() {
     // an end beyond it either (refused, or kept in range).
     const MAX: u64 = (1 << 53) - 1;
     let segment = json!({"role": "agent", "text": "x", "start_ms": MAX, "duration_ms": MAX});
-    let body = with(
-        create_call_body(),
-        "/transcript_with_tool_calls",
-        json!([segment]),
-    );
+    let body = with(create_call_body(), "/transcript_with_tool_calls", json!([segment]));
     if let Ok(doc) = ingest(Operation::CreateCall, &serde_json::to_vec(&body).unwrap()) {
         let call = serde_json::to_value(&doc).unwrap()["call"].clone();
         let end = call["transcript_with_tool_calls"][0]["end_ms"].as_u64();
-        assert!(
-            end.is_none_or(|e| e <= MAX),
-            "accepted and stored end_ms {end:?}, beyond 2^53 - 1"
-        );
+        assert!(end.is_none_or(|e| e <= MAX), "accepted and stored end_ms {end:?}, beyond 2^53 - 1");
     }
 }
 
@@ -539,10 +445,8 @@ fn derived_segment_end_stays_within_the_millisecond_range() {
 fn send_call_data_items_become_segments_with_role_and_text() {
     let call = stored(Operation::SendCallData, &send_call_data_body());
     let segments = call["transcript_with_tool_calls"].as_array().unwrap();
-    let pairs: Vec<(&str, &str)> = segments
-        .iter()
-        .map(|s| (s["role"].as_str().unwrap(), s["text"].as_str().unwrap()))
-        .collect();
+    let pairs: Vec<(&str, &str)> =
+        segments.iter().map(|s| (s["role"].as_str().unwrap(), s["text"].as_str().unwrap())).collect();
     assert_eq!(
         pairs,
         [
@@ -552,11 +456,7 @@ fn send_call_data_items_become_segments_with_role_and_text() {
             ("agent", "It has shipped.")
         ]
     );
-    assert!(
-        segments[0].get("content").is_none(),
-        "content is stored as text: {}",
-        segments[0]
-    );
+    assert!(segments[0].get("content").is_none(), "content is stored as text: {}", segments[0]);
 }
 
 #[test]
@@ -575,11 +475,7 @@ fn send_call_data_other_item_timestamp_is_kept_without_milliseconds() {
     let s = &call["transcript_with_tool_calls"];
     assert_eq!(s[1]["timestamp"], json!("00:04"));
     assert!(s[1].get("timestamp_ms").is_none(), "{}", s[1]);
-    assert!(
-        s[2].get("timestamp").is_none() && s[2].get("timestamp_ms").is_none(),
-        "{}",
-        s[2]
-    );
+    assert!(s[2].get("timestamp").is_none() && s[2].get("timestamp_ms").is_none(), "{}", s[2]);
 }
 
 #[test]
@@ -587,15 +483,8 @@ fn send_call_data_started_and_ended_at_become_milliseconds() {
     let call = stored(Operation::SendCallData, &send_call_data_body());
     assert_eq!(call["start_timestamp"], json!(1_795_255_200_000_u64));
     assert_eq!(call["end_timestamp"], json!(1_795_255_500_500_u64));
-    let body = with(
-        send_call_data_body(),
-        "/startedAt",
-        json!("2026-11-21T11:00:00+01:00"),
-    );
-    assert_eq!(
-        stored(Operation::SendCallData, &body)["start_timestamp"],
-        json!(1_795_255_200_000_u64)
-    );
+    let body = with(send_call_data_body(), "/startedAt", json!("2026-11-21T11:00:00+01:00"));
+    assert_eq!(stored(Operation::SendCallData, &body)["start_timestamp"], json!(1_795_255_200_000_u64));
 }
 
 #[test]
@@ -620,14 +509,7 @@ fn send_call_data_caller_phone_becomes_caller_phone_number() {
 fn send_call_data_duration_seconds_becomes_duration_ms() {
     let call = stored(Operation::SendCallData, &send_call_data_body());
     assert_eq!(call["duration_ms"], json!(300_000));
-    let call = stored(
-        Operation::SendCallData,
-        &with(
-            send_call_data_body(),
-            "/metadata/durationSeconds",
-            json!(12.5),
-        ),
-    );
+    let call = stored(Operation::SendCallData, &with(send_call_data_body(), "/metadata/durationSeconds", json!(12.5)));
     assert_eq!(call["duration_ms"], json!(12_500));
 }
 
@@ -637,17 +519,11 @@ fn send_call_data_duration_seconds_with_millisecond_precision_is_exact() {
     // stores 2008 ms for a call the client said lasted 2007 ms.
     let mut wrong = Vec::new();
     for secs in [2.007, 2.011, 184.123, 0.001, 59.999] {
-        let body = with(
-            send_call_data_body(),
-            "/metadata/durationSeconds",
-            json!(secs),
-        );
+        let body = with(send_call_data_body(), "/metadata/durationSeconds", json!(secs));
         let expected = (secs * 1000.0_f64).round() as u64;
         let got = stored(Operation::SendCallData, &body)["duration_ms"].clone();
         if got != json!(expected) {
-            wrong.push(format!(
-                "durationSeconds {secs} stored as duration_ms {got}, expected {expected}"
-            ));
+            wrong.push(format!("durationSeconds {secs} stored as duration_ms {got}, expected {expected}"));
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
@@ -657,11 +533,7 @@ fn send_call_data_duration_seconds_with_millisecond_precision_is_exact() {
 fn send_call_data_started_at_that_is_accepted_is_stored() {
     // A time before 1970 is valid RFC 3339. Either it is refused (operation B refuses
     // non-positive Unix times) or it is stored; it must not be accepted and then dropped.
-    let body = with(
-        send_call_data_body(),
-        "/startedAt",
-        json!("1969-12-31T23:59:59Z"),
-    );
+    let body = with(send_call_data_body(), "/startedAt", json!("1969-12-31T23:59:59Z"));
     let body = with(body, "/endedAt", json!("1970-01-01T00:00:01Z"));
     match ingest(Operation::SendCallData, &serde_json::to_vec(&body).unwrap()) {
         Err(Rejection::Invalid(list)) => {
@@ -670,10 +542,7 @@ fn send_call_data_started_at_that_is_accepted_is_stored() {
         Err(Rejection::Unreadable(e)) => panic!("unreadable: {e}"),
         Ok(doc) => {
             let call = serde_json::to_value(&doc).unwrap()["call"].clone();
-            assert!(
-                call.get("start_timestamp").is_some(),
-                "startedAt accepted but not stored: {call}"
-            );
+            assert!(call.get("start_timestamp").is_some(), "startedAt accepted but not stored: {call}");
         }
     }
 }
@@ -681,10 +550,7 @@ fn send_call_data_started_at_that_is_accepted_is_stored() {
 #[test]
 fn send_call_data_duration_is_ended_minus_started_without_duration_seconds() {
     let body = without(send_call_data_body(), "/metadata/durationSeconds");
-    assert_eq!(
-        stored(Operation::SendCallData, &body)["duration_ms"],
-        json!(300_500)
-    );
+    assert_eq!(stored(Operation::SendCallData, &body)["duration_ms"], json!(300_500));
 }
 
 #[test]
@@ -700,10 +566,7 @@ fn send_call_data_transcript_is_derived_from_agent_and_user_items() {
 fn send_call_data_call_id_is_the_provider_call_id() {
     let doc = accept(Operation::SendCallData, &send_call_data_body());
     assert_eq!(doc.call_id(), "call_a_0001");
-    assert_eq!(
-        serde_json::to_value(&doc).unwrap()["operation"],
-        json!("send_call_data")
-    );
+    assert_eq!(serde_json::to_value(&doc).unwrap()["operation"], json!("send_call_data"));
 }
 
 #[test]
@@ -713,10 +576,7 @@ fn send_call_data_unknown_fields_are_kept() {
     let call = stored(Operation::SendCallData, &body);
     // Kept under `unknown_fields`: operation A's names are not the stored shape's.
     assert_eq!(call["unknown_fields"]["provider"], json!({"name": "vapi"}));
-    assert_eq!(
-        call["transcript_with_tool_calls"][0]["unknown_fields"]["confidence"],
-        json!(0.91)
-    );
+    assert_eq!(call["transcript_with_tool_calls"][0]["unknown_fields"]["confidence"], json!(0.91));
 }
 
 #[test]
@@ -735,10 +595,7 @@ fn send_call_data_unknown_fields_never_collide_with_stored_fields() {
     }
     let read_back: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(read_back["call"]["call_id"], json!("call_a_0001"));
-    assert_eq!(
-        read_back["call"]["transcript_with_tool_calls"][0]["text"],
-        json!("Hello, how can I help?")
-    );
+    assert_eq!(read_back["call"]["transcript_with_tool_calls"][0]["text"], json!("Hello, how can I help?"));
 }
 
 // ---- digest -------------------------------------------------------------------------------
@@ -750,13 +607,7 @@ fn reordered(value: &Value) -> String {
             let members: Vec<String> = map
                 .iter()
                 .rev()
-                .map(|(k, v)| {
-                    format!(
-                        "\n\t {} :  {}",
-                        serde_json::to_string(k).unwrap(),
-                        reordered(v)
-                    )
-                })
+                .map(|(k, v)| format!("\n\t {} :  {}", serde_json::to_string(k).unwrap(), reordered(v)))
                 .collect();
             format!("{{ {} \r\n}}", members.join(" ,"))
         }
@@ -784,11 +635,7 @@ fn digest_is_the_same_for_reordered_keys_and_other_white_space() {
     assert_ne!(generated, shuffled.as_bytes());
     let d = digest(Operation::CreateCall, &generated);
     assert_eq!(d.len(), 64);
-    assert!(
-        d.chars()
-            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
-        "{d}"
-    );
+    assert!(d.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{d}");
     assert_eq!(digest(Operation::CreateCall, &pretty), d);
     assert_eq!(digest(Operation::CreateCall, shuffled.as_bytes()), d);
 
@@ -811,14 +658,7 @@ fn digest_changes_when_a_value_changes() {
     ];
     for (pointer, value) in changes {
         let changed = with(body.clone(), pointer, value);
-        assert_ne!(
-            digest(
-                Operation::CreateCall,
-                &serde_json::to_vec(&changed).unwrap()
-            ),
-            d,
-            "{pointer}"
-        );
+        assert_ne!(digest(Operation::CreateCall, &serde_json::to_vec(&changed).unwrap()), d, "{pointer}");
     }
 }
 
@@ -826,16 +666,9 @@ fn digest_changes_when_a_value_changes() {
 fn digest_is_the_same_for_seconds_and_the_same_instant_in_milliseconds() {
     // Both are stored as the same milliseconds: the same content.
     let seconds = create_call_body();
-    let millis = with(
-        seconds.clone(),
-        "/start_timestamp",
-        json!(1_763_700_000_000_u64),
-    );
+    let millis = with(seconds.clone(), "/start_timestamp", json!(1_763_700_000_000_u64));
     assert_eq!(
-        digest(
-            Operation::CreateCall,
-            &serde_json::to_vec(&seconds).unwrap()
-        ),
+        digest(Operation::CreateCall, &serde_json::to_vec(&seconds).unwrap()),
         digest(Operation::CreateCall, &serde_json::to_vec(&millis).unwrap())
     );
 }
@@ -890,9 +723,7 @@ impl<'de> Visitor<'de> for Unique {
         let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if !seen.insert(key.clone()) {
-                return Err(de::Error::custom(format!(
-                    "the key {key:?} twice in one object"
-                )));
+                return Err(de::Error::custom(format!("the key {key:?} twice in one object")));
             }
             map.next_value_seed(Unique)?;
         }

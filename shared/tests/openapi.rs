@@ -17,15 +17,11 @@ const CREATE_CALL: &str = "/api/v1/public/call";
 
 /// Statuses the contract gives both operations (405 is documented on the POST operation,
 /// saying that it answers every other method).
-const COMMON_STATUSES: [&str; 11] = [
-    "200", "201", "400", "401", "404", "405", "413", "415", "422", "500", "503",
-];
+const COMMON_STATUSES: [&str; 11] = ["200", "201", "400", "401", "404", "405", "413", "415", "422", "500", "503"];
 
 fn document() -> Value {
-    let text =
-        std::fs::read_to_string(OPENAPI).unwrap_or_else(|e| panic!("cannot read {OPENAPI}: {e}"));
-    serde_norway::from_str::<Value>(&text)
-        .unwrap_or_else(|e| panic!("{OPENAPI} is not valid YAML: {e}"))
+    let text = std::fs::read_to_string(OPENAPI).unwrap_or_else(|e| panic!("cannot read {OPENAPI}: {e}"));
+    serde_norway::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{OPENAPI} is not valid YAML: {e}"))
 }
 
 /// `value`, or what its `$ref` (a local `#/...` pointer) points at, followed to the end.
@@ -34,24 +30,18 @@ fn resolve<'a>(doc: &'a Value, mut value: &'a Value) -> &'a Value {
         let Some(reference) = value.get("$ref").and_then(Value::as_str) else {
             return value;
         };
-        let pointer = reference
-            .strip_prefix('#')
-            .unwrap_or_else(|| panic!("only local $refs are supported: {reference}"));
-        value = doc
-            .pointer(pointer)
-            .unwrap_or_else(|| panic!("dangling $ref {reference}"));
+        let pointer =
+            reference.strip_prefix('#').unwrap_or_else(|| panic!("only local $refs are supported: {reference}"));
+        value = doc.pointer(pointer).unwrap_or_else(|| panic!("dangling $ref {reference}"));
     }
     panic!("$ref chain too long")
 }
 
 /// The POST operation of `path`.
 fn post<'a>(doc: &'a Value, path: &str) -> &'a Value {
-    let item = doc["paths"]
-        .get(path)
-        .unwrap_or_else(|| panic!("path {path} is not documented"));
+    let item = doc["paths"].get(path).unwrap_or_else(|| panic!("path {path} is not documented"));
     let item = resolve(doc, item);
-    item.get("post")
-        .unwrap_or_else(|| panic!("{path} has no POST operation"))
+    item.get("post").unwrap_or_else(|| panic!("{path} has no POST operation"))
 }
 
 fn operation_of(path: &str) -> Operation {
@@ -79,37 +69,25 @@ fn request_examples(doc: &Value, path: &str) -> Vec<Example> {
         .iter()
         .map(|(name, example)| {
             let example = resolve(doc, example);
-            let status = example["x-expected-status"].as_u64().unwrap_or_else(|| {
-                panic!("{path} example {name:?}: x-expected-status missing or not an integer")
-            });
+            let status = example["x-expected-status"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{path} example {name:?}: x-expected-status missing or not an integer"));
             let errors = example.get("x-expected-errors").map(|list| {
                 list.as_array()
-                    .unwrap_or_else(|| {
-                        panic!("{path} example {name:?}: x-expected-errors is not a list")
-                    })
+                    .unwrap_or_else(|| panic!("{path} example {name:?}: x-expected-errors is not a list"))
                     .iter()
                     .map(|e| {
                         let field = |k: &str| {
                             e[k].as_str()
-                                .unwrap_or_else(|| {
-                                    panic!("{path} example {name:?}: an expected error lacks {k}")
-                                })
+                                .unwrap_or_else(|| panic!("{path} example {name:?}: an expected error lacks {k}"))
                                 .to_owned()
                         };
                         (field("pointer"), field("code"))
                     })
                     .collect()
             });
-            let value = example
-                .get("value")
-                .cloned()
-                .unwrap_or_else(|| panic!("{path} example {name:?} has no value"));
-            Example {
-                name: name.clone(),
-                value,
-                status,
-                errors,
-            }
+            let value = example.get("value").cloned().unwrap_or_else(|| panic!("{path} example {name:?} has no value"));
+            Example { name: name.clone(), value, status, errors }
         })
         .collect()
 }
@@ -130,10 +108,8 @@ fn mismatch(operation: Operation, example: &Example) -> Option<String> {
             if expected.is_empty() {
                 return Some(format!("{name:?}: x-expected-errors is empty"));
             }
-            let actual: BTreeSet<(String, String)> = violations
-                .iter()
-                .map(|v| (v.pointer.clone(), v.code.as_str().to_owned()))
-                .collect();
+            let actual: BTreeSet<(String, String)> =
+                violations.iter().map(|v| (v.pointer.clone(), v.code.as_str().to_owned())).collect();
             (actual != *expected).then(|| {
                 format!(
                     "{name:?}: violations differ\n      documented only: {:?}\n      actual only:     {:?}\n      all actual:      {violations:?}",
@@ -142,13 +118,10 @@ fn mismatch(operation: Operation, example: &Example) -> Option<String> {
                 )
             })
         }
-        (status @ (201 | 400 | 422), outcome) => Some(format!(
-            "{name:?}: documented {status}, got {}",
-            describe(&outcome)
-        )),
-        (status, _) => Some(format!(
-            "{name:?}: x-expected-status {status} cannot be checked (use 201, 400 or 422)"
-        )),
+        (status @ (201 | 400 | 422), outcome) => {
+            Some(format!("{name:?}: documented {status}, got {}", describe(&outcome)))
+        }
+        (status, _) => Some(format!("{name:?}: x-expected-status {status} cannot be checked (use 201, 400 or 422)")),
     }
 }
 
@@ -167,20 +140,10 @@ fn check_request_examples(path: &str) {
     let doc = document();
     let examples = request_examples(&doc, path);
     let operation = operation_of(path);
-    let failures: Vec<String> = examples
-        .iter()
-        .filter_map(|e| mismatch(operation, e))
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{path}: examples whose documented outcome is wrong:\n  {}",
-        failures.join("\n  ")
-    );
+    let failures: Vec<String> = examples.iter().filter_map(|e| mismatch(operation, e)).collect();
+    assert!(failures.is_empty(), "{path}: examples whose documented outcome is wrong:\n  {}", failures.join("\n  "));
     for status in [201, 400, 422] {
-        assert!(
-            examples.iter().any(|e| e.status == status),
-            "{path}: no request example documents {status}"
-        );
+        assert!(examples.iter().any(|e| e.status == status), "{path}: no request example documents {status}");
     }
 }
 
@@ -198,10 +161,7 @@ fn create_call_examples_get_the_status_and_violations_they_document() {
 fn both_operations_are_documented_as_post_with_their_operation_ids() {
     let doc = document();
     assert_eq!(doc["openapi"].as_str().unwrap_or_default(), "3.1.0");
-    for (path, id) in [
-        (SEND_CALL_DATA, "sendCallData"),
-        (CREATE_CALL, "createCall"),
-    ] {
+    for (path, id) in [(SEND_CALL_DATA, "sendCallData"), (CREATE_CALL, "createCall")] {
         assert_eq!(post(&doc, path)["operationId"].as_str(), Some(id), "{path}");
     }
 }
@@ -220,32 +180,19 @@ fn contract_statuses(path: &str) -> Vec<&'static str> {
 fn every_status_of_the_contract_is_documented_on_each_operation() {
     let doc = document();
     for path in [SEND_CALL_DATA, CREATE_CALL] {
-        let responses = post(&doc, path)["responses"]
-            .as_object()
-            .unwrap_or_else(|| panic!("{path}: no responses"));
-        let missing: Vec<&str> = contract_statuses(path)
-            .into_iter()
-            .filter(|s| !responses.contains_key(*s))
-            .collect();
-        assert!(
-            missing.is_empty(),
-            "{path}: statuses of the contract not documented: {missing:?}"
-        );
+        let responses = post(&doc, path)["responses"].as_object().unwrap_or_else(|| panic!("{path}: no responses"));
+        let missing: Vec<&str> = contract_statuses(path).into_iter().filter(|s| !responses.contains_key(*s)).collect();
+        assert!(missing.is_empty(), "{path}: statuses of the contract not documented: {missing:?}");
     }
     // Operation A has no workspace parameter, so it can never answer 403.
-    assert!(
-        post(&doc, SEND_CALL_DATA)["responses"].get("403").is_none(),
-        "{SEND_CALL_DATA} documents 403"
-    );
+    assert!(post(&doc, SEND_CALL_DATA)["responses"].get("403").is_none(), "{SEND_CALL_DATA} documents 403");
 }
 
 #[test]
 fn every_response_documents_the_request_id_and_the_headers_its_status_requires() {
     let doc = document();
     for path in [SEND_CALL_DATA, CREATE_CALL] {
-        let responses = post(&doc, path)["responses"]
-            .as_object()
-            .expect("responses");
+        let responses = post(&doc, path)["responses"].as_object().expect("responses");
         for (status, response) in responses {
             let response = resolve(&doc, response);
             let headers = &response["headers"];
@@ -257,10 +204,7 @@ fn every_response_documents_the_request_id_and_the_headers_its_status_requires()
                 _ => {}
             }
             for header in required {
-                assert!(
-                    headers.get(header).is_some(),
-                    "{path} {status}: header {header} not documented"
-                );
+                assert!(headers.get(header).is_some(), "{path} {status}: header {header} not documented");
             }
         }
     }
@@ -270,30 +214,18 @@ fn every_response_documents_the_request_id_and_the_headers_its_status_requires()
 fn error_responses_are_problem_json_and_operation_a_adds_its_envelope() {
     let doc = document();
     for path in [SEND_CALL_DATA, CREATE_CALL] {
-        let responses = post(&doc, path)["responses"]
-            .as_object()
-            .expect("responses");
-        for (status, response) in responses
-            .iter()
-            .filter(|(s, _)| s.starts_with('4') || s.starts_with('5'))
-        {
+        let responses = post(&doc, path)["responses"].as_object().expect("responses");
+        for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('4') || s.starts_with('5')) {
             let response = resolve(&doc, response);
             let schema = response["content"]["application/problem+json"]
                 .get("schema")
                 .unwrap_or_else(|| panic!("{path} {status}: no application/problem+json schema"));
             let names = property_names(&doc, schema);
             for name in ["type", "title", "status", "detail", "request_id", "errors"] {
-                assert!(
-                    names.contains(name),
-                    "{path} {status}: the problem schema lacks {name}"
-                );
+                assert!(names.contains(name), "{path} {status}: the problem schema lacks {name}");
             }
             let envelope = names.contains("success") && names.contains("message");
-            assert_eq!(
-                envelope,
-                path == SEND_CALL_DATA,
-                "{path} {status}: success / message envelope"
-            );
+            assert_eq!(envelope, path == SEND_CALL_DATA, "{path} {status}: success / message envelope");
         }
     }
 }
@@ -301,17 +233,9 @@ fn error_responses_are_problem_json_and_operation_a_adds_its_envelope() {
 /// Property names of `schema`, through `$ref` and `allOf`.
 fn property_names(doc: &Value, schema: &Value) -> BTreeSet<String> {
     let schema = resolve(doc, schema);
-    let mut names: BTreeSet<String> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default();
-    for part in schema
-        .get("allOf")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    let mut names: BTreeSet<String> =
+        schema.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    for part in schema.get("allOf").and_then(Value::as_array).into_iter().flatten() {
         names.extend(property_names(doc, part));
     }
     names
@@ -320,9 +244,7 @@ fn property_names(doc: &Value, schema: &Value) -> BTreeSet<String> {
 #[test]
 fn create_call_query_parameters_are_required_with_their_limits() {
     let doc = document();
-    let parameters = post(&doc, CREATE_CALL)["parameters"]
-        .as_array()
-        .expect("parameters");
+    let parameters = post(&doc, CREATE_CALL)["parameters"].as_array().expect("parameters");
     let find = |name: &str| {
         let p = parameters
             .iter()
@@ -355,14 +277,7 @@ fn code_name(code: Code) -> &'static str {
 
 #[test]
 fn the_problem_code_enum_lists_exactly_the_codes_the_service_sends() {
-    let codes = [
-        Code::Required,
-        Code::Type,
-        Code::Length,
-        Code::Range,
-        Code::OneOf,
-        Code::Format,
-    ];
+    let codes = [Code::Required, Code::Type, Code::Length, Code::Range, Code::OneOf, Code::Format];
     for code in codes {
         assert_eq!(code.as_str(), code_name(code), "{code:?}");
         assert_eq!(Code::parse(code_name(code)), Some(code), "{code:?}");

@@ -16,18 +16,14 @@ use serde_json::{json, Map, Value};
 
 fn config(cases: u32) -> Config {
     // No regression files: this suite writes nothing next to its sources.
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
+    Config { cases, failure_persistence: None, ..Config::default() }
 }
 
 // ---- valid operation B calls, generated ---------------------------------------------------
 
 const VOCAB: [&str; 16] = [
-    "yes", "no", "okay", "thanks", "order", "refund", "Monday", "please", "café", "naïve", "check",
-    "my", "account", "shipped", "3", "help?",
+    "yes", "no", "okay", "thanks", "order", "refund", "Monday", "please", "café", "naïve", "check", "my", "account",
+    "shipped", "3", "help?",
 ];
 
 /// How a user / agent segment gives its timing.
@@ -80,21 +76,11 @@ struct CallSpec {
 }
 
 fn timing() -> impl Strategy<Value = Timing> {
-    prop_oneof![
-        Just(Timing::Words),
-        Just(Timing::StartEnd),
-        Just(Timing::StartDuration),
-        Just(Timing::WordsAndTimes)
-    ]
+    prop_oneof![Just(Timing::Words), Just(Timing::StartEnd), Just(Timing::StartDuration), Just(Timing::WordsAndTimes)]
 }
 
 fn unit() -> impl Strategy<Value = Unit> {
-    prop_oneof![
-        Just(Unit::Seconds),
-        Just(Unit::Millis),
-        Just(Unit::DecimalSeconds),
-        Just(Unit::DecimalMillis)
-    ]
+    prop_oneof![Just(Unit::Seconds), Just(Unit::Millis), Just(Unit::DecimalSeconds), Just(Unit::DecimalMillis)]
 }
 
 fn seg_spec() -> impl Strategy<Value = SegSpec> {
@@ -108,18 +94,16 @@ fn seg_spec() -> impl Strategy<Value = SegSpec> {
         prop::bool::weighted(0.1),
         prop::bool::weighted(0.2),
     )
-        .prop_map(
-            |(words, text_mode, timing, decimal, gap_before, tool, node, extra)| SegSpec {
-                words,
-                text_mode,
-                timing,
-                decimal,
-                gap_before,
-                tool,
-                node,
-                extra,
-            },
-        )
+        .prop_map(|(words, text_mode, timing, decimal, gap_before, tool, node, extra)| SegSpec {
+            words,
+            text_mode,
+            timing,
+            decimal,
+            gap_before,
+            tool,
+            node,
+            extra,
+        })
 }
 
 fn call_spec() -> impl Strategy<Value = CallSpec> {
@@ -232,10 +216,7 @@ fn build(spec: &CallSpec) -> (Value, Expected) {
             }
             _ => {
                 segment.insert("text".into(), json!(text));
-                lines.push(format!(
-                    "{}: {text}",
-                    if role == "agent" { "Agent" } else { "User" }
-                ));
+                lines.push(format!("{}: {text}", if role == "agent" { "Agent" } else { "User" }));
             }
         }
         if matches!(s.timing, Timing::Words | Timing::WordsAndTimes) {
@@ -272,10 +253,7 @@ fn build(spec: &CallSpec) -> (Value, Expected) {
     }
     let (start_value, start_ms) = unix_time(spec.start_ms, spec.start_unit);
     let (end_value, end_ms) = unix_time(start_ms + spec.length_ms, spec.end_unit);
-    let roles = segments
-        .iter()
-        .map(|s| s["role"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let roles = segments.iter().map(|s| s["role"].as_str().unwrap_or_default().to_owned()).collect();
     let mut body = json!({
         "call_id": format!("call_prop_{}", spec.start_ms),
         "call_type": "phone_call",
@@ -297,10 +275,7 @@ fn build(spec: &CallSpec) -> (Value, Expected) {
         start_ms,
         end_ms,
         duration_ms: spec.duration_sent.map_or(end_ms - start_ms, u64::from),
-        transcript: spec
-            .transcript_sent
-            .clone()
-            .unwrap_or_else(|| lines.join("\n")),
+        transcript: spec.transcript_sent.clone().unwrap_or_else(|| lines.join("\n")),
         roles,
     };
     (body, expected)
@@ -316,9 +291,7 @@ fn check_stored_times(call: &Value) -> Result<(), String> {
         for key in ["start_ms", "end_ms", "duration_ms"] {
             if let Some(x) = v.get(key) {
                 if !x.is_u64() {
-                    return Err(format!(
-                        "{at}/{key} is {x}, not whole non-negative milliseconds"
-                    ));
+                    return Err(format!("{at}/{key} is {x}, not whole non-negative milliseconds"));
                 }
             }
         }
@@ -345,10 +318,7 @@ fn check_stored_times(call: &Value) -> Result<(), String> {
 
 /// Each line of a derived transcript names its speaker.
 fn check_transcript_lines(call: &Value) -> Result<(), String> {
-    let segments = call["transcript_with_tool_calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let segments = call["transcript_with_tool_calls"].as_array().cloned().unwrap_or_default();
     let expected: Vec<String> = segments
         .iter()
         .filter_map(|s| {
@@ -363,9 +333,7 @@ fn check_transcript_lines(call: &Value) -> Result<(), String> {
         .collect();
     let transcript = call["transcript"].as_str().ok_or("no transcript stored")?;
     if transcript != expected.join("\n") {
-        return Err(format!(
-            "transcript {transcript:?}, expected the lines {expected:?}"
-        ));
+        return Err(format!("transcript {transcript:?}, expected the lines {expected:?}"));
     }
     Ok(())
 }
@@ -374,10 +342,8 @@ fn accept(op: Operation, body: &[u8]) -> Result<Value, TestCaseError> {
     match ingest(op, body) {
         Ok(doc) => {
             let json = doc.to_json();
-            no_duplicate_keys(&json)
-                .map_err(|e| TestCaseError::fail(format!("stored JSON has {e}")))?;
-            let value =
-                serde_json::to_value(&doc).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            no_duplicate_keys(&json).map_err(|e| TestCaseError::fail(format!("stored JSON has {e}")))?;
+            let value = serde_json::to_value(&doc).map_err(|e| TestCaseError::fail(e.to_string()))?;
             Ok(value["call"].clone())
         }
         Err(e) => Err(TestCaseError::fail(format!("valid body refused: {e:?}"))),
@@ -639,8 +605,7 @@ fn json_value(depth: u32) -> impl Strategy<Value = Value> {
     leaf().prop_recursive(depth, 96, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(key(), inner, 0..8)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(key(), inner, 0..8).prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -655,12 +620,8 @@ fn json_document() -> impl Strategy<Value = Value> {
 
 /// A segment-shaped object whose members have random types and values.
 fn segment_like() -> impl Strategy<Value = Value> {
-    let word = prop::collection::btree_map(
-        select(vec!["word", "start_ms", "end_ms", "confidence", "x"]),
-        leaf(),
-        0..5,
-    )
-    .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()));
+    let word = prop::collection::btree_map(select(vec!["word", "start_ms", "end_ms", "confidence", "x"]), leaf(), 0..5)
+        .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()));
     (
         prop::collection::btree_map(
             select(vec![
@@ -678,23 +639,11 @@ fn segment_like() -> impl Strategy<Value = Value> {
             json_value(2),
             0..7,
         ),
-        prop::option::weighted(
-            0.6,
-            prop::collection::vec(prop_oneof![4 => word, 1 => leaf()], 0..5),
-        ),
-        prop::option::of(select(vec![
-            "user",
-            "agent",
-            "agent_function",
-            "agent_result",
-            "node_transition",
-        ])),
+        prop::option::weighted(0.6, prop::collection::vec(prop_oneof![4 => word, 1 => leaf()], 0..5)),
+        prop::option::of(select(vec!["user", "agent", "agent_function", "agent_result", "node_transition"])),
     )
         .prop_map(|(members, words, role)| {
-            let mut m: Map<String, Value> = members
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect();
+            let mut m: Map<String, Value> = members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
             if let Some(words) = words {
                 m.insert("words".into(), Value::Array(words));
             }
@@ -708,17 +657,13 @@ fn segment_like() -> impl Strategy<Value = Value> {
 /// The valid base body of `op`, with some members replaced by random values.
 fn near_valid(op: Operation) -> impl Strategy<Value = Value> {
     let base = match op {
-        Operation::CreateCall => {
-            serde_json::from_slice::<Value>(&callgen::create_call_minutes(0.2, 9)).unwrap()
-        }
-        Operation::SendCallData => {
-            serde_json::from_slice::<Value>(&callgen::send_call_data(&callgen::Options {
-                size: callgen::Size::Minutes(0.2),
-                seed: 9,
-                call_id: None,
-            }))
-            .unwrap()
-        }
+        Operation::CreateCall => serde_json::from_slice::<Value>(&callgen::create_call_minutes(0.2, 9)).unwrap(),
+        Operation::SendCallData => serde_json::from_slice::<Value>(&callgen::send_call_data(&callgen::Options {
+            size: callgen::Size::Minutes(0.2),
+            seed: 9,
+            call_id: None,
+        }))
+        .unwrap(),
     };
     (
         prop::collection::vec((key(), prop::option::weighted(0.8, json_value(3))), 0..5),
@@ -734,11 +679,7 @@ fn near_valid(op: Operation) -> impl Strategy<Value = Value> {
                 };
             }
             if let Some(segments) = segments {
-                let list = if op == Operation::CreateCall {
-                    "transcript_with_tool_calls"
-                } else {
-                    "transcript"
-                };
+                let list = if op == Operation::CreateCall { "transcript_with_tool_calls" } else { "transcript" };
                 map.insert(list.into(), Value::Array(segments));
             }
             body
@@ -761,10 +702,8 @@ fn check_answer(
     match result {
         Ok(doc) => {
             let json = doc.to_json();
-            no_duplicate_keys(&json)
-                .map_err(|e| TestCaseError::fail(format!("stored JSON has {e}")))?;
-            let value: Value =
-                serde_json::from_slice(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            no_duplicate_keys(&json).map_err(|e| TestCaseError::fail(format!("stored JSON has {e}")))?;
+            let value: Value = serde_json::from_slice(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(&value["operation"], &json!(op.as_str()));
             check_stored_times(&value["call"]).map_err(TestCaseError::fail)?;
             Ok(())
@@ -772,11 +711,7 @@ fn check_answer(
         Err(Rejection::Unreadable(_)) => Ok(()),
         Err(Rejection::Invalid(list)) => {
             prop_assert!(!list.is_empty(), "422 without a violation");
-            prop_assert!(
-                list.windows(2).all(|w| w[0] < w[1]),
-                "violations not sorted and unique: {:#?}",
-                list
-            );
+            prop_assert!(list.windows(2).all(|w| w[0] < w[1]), "violations not sorted and unique: {:#?}", list);
             for v in &list {
                 check_violation(op, body, v)?;
             }
@@ -785,21 +720,9 @@ fn check_answer(
     }
 }
 
-fn check_violation(
-    op: Operation,
-    body: Option<&Value>,
-    v: &Violation,
-) -> Result<(), TestCaseError> {
-    prop_assert!(
-        v.pointer.starts_with('/'),
-        "pointer {:?} does not start with '/'",
-        v.pointer
-    );
-    prop_assert!(
-        !v.message.is_empty() && v.message.chars().count() < 200,
-        "message {:?}",
-        v.message
-    );
+fn check_violation(op: Operation, body: Option<&Value>, v: &Violation) -> Result<(), TestCaseError> {
+    prop_assert!(v.pointer.starts_with('/'), "pointer {:?} does not start with '/'", v.pointer);
+    prop_assert!(!v.message.is_empty() && v.message.chars().count() < 200, "message {:?}", v.message);
     let Some(body) = body else { return Ok(()) };
     let names = known_names(op);
     for part in v.pointer[1..].split('/') {
@@ -813,8 +736,7 @@ fn check_violation(
     }
     if v.code == Code::Required {
         prop_assert!(
-            body.pointer(parent(&v.pointer))
-                .is_some_and(|p| p.is_object() || p.is_array()),
+            body.pointer(parent(&v.pointer)).is_some_and(|p| p.is_object() || p.is_array()),
             "required at {:?}, whose parent is not in the body",
             v.pointer
         );
@@ -957,9 +879,7 @@ impl<'de> Visitor<'de> for Unique {
         let mut seen = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if !seen.insert(key.clone()) {
-                return Err(de::Error::custom(format!(
-                    "the key {key:?} twice in one object"
-                )));
+                return Err(de::Error::custom(format!("the key {key:?} twice in one object")));
             }
             map.next_value_seed(Unique)?;
         }

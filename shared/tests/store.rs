@@ -145,7 +145,8 @@ async fn ten_concurrent_different_submissions_are_all_kept() {
     let call = store.get_call(1, "busy", true).await.unwrap().unwrap();
     assert_eq!(call.current.revision, 10);
     assert_eq!(call.revisions.iter().map(|r| r.revision).collect::<Vec<_>>(), (1..10).collect::<Vec<_>>());
-    let mut kept: Vec<Vec<u8>> = call.revisions.iter().map(|r| r.raw.clone()).chain([call.current.raw.clone()]).collect();
+    let mut kept: Vec<Vec<u8>> =
+        call.revisions.iter().map(|r| r.raw.clone()).chain([call.current.raw.clone()]).collect();
     kept.sort();
     raws.sort();
     assert_eq!(kept, raws, "every submission is stored, none lost");
@@ -229,7 +230,9 @@ async fn ids_from_two_instances_sharing_a_table_never_collide() {
 async fn storage_figures_for_ten_and_sixty_minute_calls() {
     let t = Tables::new().await;
     let store = store(&t);
-    for (name, raw) in [("10-minute", callgen::create_call_minutes(10.0, 1)), ("60-minute", callgen::create_call_minutes(60.0, 1))] {
+    for (name, raw) in
+        [("10-minute", callgen::create_call_minutes(10.0, 1)), ("60-minute", callgen::create_call_minutes(60.0, 1))]
+    {
         let doc = ingest(Operation::CreateCall, &raw).unwrap();
         let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
         let head = store.raw_head(1, doc.call_id()).await.unwrap().unwrap();

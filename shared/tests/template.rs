@@ -17,7 +17,11 @@ fn kind(k: ScalarKind) -> &'static str {
 }
 
 fn key_schema(v: &Value) -> Vec<(String, String)> {
-    v.as_array().unwrap().iter().map(|k| (k["AttributeName"].as_str().unwrap().to_owned(), k["KeyType"].as_str().unwrap().to_owned())).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["AttributeName"].as_str().unwrap().to_owned(), k["KeyType"].as_str().unwrap().to_owned()))
+        .collect()
 }
 
 fn check(def: &TableDef) {
@@ -30,12 +34,16 @@ fn check(def: &TableDef) {
         .iter()
         .map(|a| (a["AttributeName"].as_str().unwrap().to_owned(), a["AttributeType"].as_str().unwrap().to_owned()))
         .collect();
-    let mut expected: Vec<(String, String)> = def.key_attributes().into_iter().map(|(n, k)| (n.to_owned(), kind(k).to_owned())).collect();
+    let mut expected: Vec<(String, String)> =
+        def.key_attributes().into_iter().map(|(n, k)| (n.to_owned(), kind(k).to_owned())).collect();
     attrs.sort();
     expected.sort();
     expected.dedup();
     assert_eq!(attrs, expected, "{}: attribute definitions", def.logical_id);
-    assert_eq!(key_schema(&props["KeySchema"]), [("pk".to_owned(), "HASH".to_owned()), ("sk".to_owned(), "RANGE".to_owned())]);
+    assert_eq!(
+        key_schema(&props["KeySchema"]),
+        [("pk".to_owned(), "HASH".to_owned()), ("sk".to_owned(), "RANGE".to_owned())]
+    );
     assert_eq!(props["BillingMode"], "PAY_PER_REQUEST");
     assert_eq!(props["TimeToLiveSpecification"]["AttributeName"], tables::TTL_ATTRIBUTE);
     assert_eq!(props["TimeToLiveSpecification"]["Enabled"], true);
@@ -44,7 +52,10 @@ fn check(def: &TableDef) {
     let indexes = props["GlobalSecondaryIndexes"].as_array().cloned().unwrap_or_default();
     assert_eq!(indexes.len(), def.indexes.len(), "{}: index count", def.logical_id);
     for index in def.indexes {
-        let found = indexes.iter().find(|i| i["IndexName"] == index.name).unwrap_or_else(|| panic!("index {} missing", index.name));
+        let found = indexes
+            .iter()
+            .find(|i| i["IndexName"] == index.name)
+            .unwrap_or_else(|| panic!("index {} missing", index.name));
         let mut keys = vec![(index.hash.0.to_owned(), "HASH".to_owned())];
         keys.extend(index.range.map(|r| (r.0.to_owned(), "RANGE".to_owned())));
         assert_eq!(key_schema(&found["KeySchema"]), keys, "{}: keys", index.name);
@@ -52,7 +63,12 @@ fn check(def: &TableDef) {
             None => assert_eq!(found["Projection"]["ProjectionType"], "KEYS_ONLY"),
             Some(list) => {
                 assert_eq!(found["Projection"]["ProjectionType"], "INCLUDE");
-                let mut got: Vec<&str> = found["Projection"]["NonKeyAttributes"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+                let mut got: Vec<&str> = found["Projection"]["NonKeyAttributes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap())
+                    .collect();
                 let mut want = list.to_vec();
                 got.sort();
                 want.sort();

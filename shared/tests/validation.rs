@@ -36,30 +36,17 @@ struct Draft {
 
 /// Operation B, from the valid base body.
 fn b(name: impl Into<String>) -> Draft {
-    Draft {
-        name: name.into(),
-        op: Operation::CreateCall,
-        body: base_create_call(),
-    }
+    Draft { name: name.into(), op: Operation::CreateCall, body: base_create_call() }
 }
 
 /// Operation A, from the valid base body.
 fn a(name: impl Into<String>) -> Draft {
-    Draft {
-        name: name.into(),
-        op: Operation::SendCallData,
-        body: base_send_call_data(),
-    }
+    Draft { name: name.into(), op: Operation::SendCallData, body: base_send_call_data() }
 }
 
 /// A case whose body is given as raw bytes.
 fn raw(name: &str, op: Operation, body: &[u8], expect: Outcome) -> Case {
-    Case {
-        name: name.to_owned(),
-        op,
-        body: body.to_vec(),
-        expect,
-    }
+    Case { name: name.to_owned(), op, body: body.to_vec(), expect }
 }
 
 impl Draft {
@@ -83,12 +70,7 @@ impl Draft {
 
     fn case(self, expect: Outcome) -> Case {
         let body = serde_json::to_vec(&self.body).expect("a Value serialises");
-        Case {
-            name: self.name,
-            op: self.op,
-            body,
-            expect,
-        }
+        Case { name: self.name, op: self.op, body, expect }
     }
 
     fn ok(self) -> Case {
@@ -107,18 +89,14 @@ fn invalid(errors: &[(&str, Code)]) -> Outcome {
 }
 
 fn set_at(body: &mut Value, pointer: &str, value: Value) {
-    let (parent, last) = pointer
-        .rsplit_once('/')
-        .unwrap_or_else(|| panic!("not a pointer: {pointer:?}"));
+    let (parent, last) = pointer.rsplit_once('/').unwrap_or_else(|| panic!("not a pointer: {pointer:?}"));
     let last = last.replace("~1", "/").replace("~0", "~");
     match body.pointer_mut(parent) {
         Some(Value::Object(map)) => {
             map.insert(last, value);
         }
         Some(Value::Array(items)) => {
-            let i: usize = last
-                .parse()
-                .unwrap_or_else(|_| panic!("not an index in {pointer:?}"));
+            let i: usize = last.parse().unwrap_or_else(|_| panic!("not an index in {pointer:?}"));
             if i == items.len() {
                 items.push(value);
             } else {
@@ -130,21 +108,13 @@ fn set_at(body: &mut Value, pointer: &str, value: Value) {
 }
 
 fn remove_at(body: &mut Value, pointer: &str) {
-    let (parent, last) = pointer
-        .rsplit_once('/')
-        .unwrap_or_else(|| panic!("not a pointer: {pointer:?}"));
+    let (parent, last) = pointer.rsplit_once('/').unwrap_or_else(|| panic!("not a pointer: {pointer:?}"));
     match body.pointer_mut(parent) {
         Some(Value::Object(map)) => {
-            assert!(
-                map.remove(last).is_some(),
-                "nothing to remove at {pointer:?}"
-            );
+            assert!(map.remove(last).is_some(), "nothing to remove at {pointer:?}");
         }
         Some(Value::Array(items)) => {
-            items.remove(
-                last.parse()
-                    .unwrap_or_else(|_| panic!("not an index in {pointer:?}")),
-            );
+            items.remove(last.parse().unwrap_or_else(|_| panic!("not an index in {pointer:?}")));
         }
         _ => panic!("the parent of {pointer:?} is not an object or array in the base body"),
     }
@@ -430,47 +400,25 @@ fn length_limit_cases() -> Vec<Case> {
     for (field, min, max) in limits {
         let pointer = format!("/{field}");
         cases.push(
-            b(format!("b_{field}_of_{max}_two_byte_characters_is_valid"))
-                .set(&pointer, json!(chars('é', max)))
-                .ok(),
+            b(format!("b_{field}_of_{max}_two_byte_characters_is_valid")).set(&pointer, json!(chars('é', max))).ok(),
         );
         cases.push(
-            b(format!(
-                "b_{field}_of_{}_two_byte_characters_is_too_long",
-                max + 1
-            ))
-            .set(&pointer, json!(chars('é', max + 1)))
-            .invalid(&[(&pointer, Length)]),
+            b(format!("b_{field}_of_{}_two_byte_characters_is_too_long", max + 1))
+                .set(&pointer, json!(chars('é', max + 1)))
+                .invalid(&[(&pointer, Length)]),
         );
         if min == 1 {
             cases.push(
-                b(format!("b_{field}_empty_is_too_short"))
-                    .set(&pointer, json!(""))
-                    .invalid(&[(&pointer, Length)]),
+                b(format!("b_{field}_empty_is_too_short")).set(&pointer, json!("")).invalid(&[(&pointer, Length)]),
             );
-            cases.push(
-                b(format!("b_{field}_of_1_character_is_valid"))
-                    .set(&pointer, json!("é"))
-                    .ok(),
-            );
+            cases.push(b(format!("b_{field}_of_1_character_is_valid")).set(&pointer, json!("é")).ok());
         } else {
-            cases.push(
-                b(format!("b_{field}_empty_is_valid"))
-                    .set(&pointer, json!(""))
-                    .ok(),
-            );
+            cases.push(b(format!("b_{field}_empty_is_valid")).set(&pointer, json!("")).ok());
         }
         cases.push(
-            b(format!(
-                "b_{field}_missing_is_{}",
-                if min == 1 { "required" } else { "valid" }
-            ))
-            .remove_or_skip(&pointer)
-            .case(if min == 1 {
-                invalid(&[(&pointer, Required)])
-            } else {
-                Outcome::Ok
-            }),
+            b(format!("b_{field}_missing_is_{}", if min == 1 { "required" } else { "valid" }))
+                .remove_or_skip(&pointer)
+                .case(if min == 1 { invalid(&[(&pointer, Required)]) } else { Outcome::Ok }),
         );
     }
     cases
@@ -489,19 +437,23 @@ impl Draft {
 /// start_timestamp / end_timestamp: seconds below 10^11, milliseconds from it, each
 /// normalised on its own; zero, negative and finer than milliseconds refused.
 fn timestamp_cases() -> Vec<Case> {
-    let ts = |name: &str, start: Value, end: Value| {
-        b(name)
-            .set("/start_timestamp", start)
-            .set("/end_timestamp", end)
-    };
+    let ts = |name: &str, start: Value, end: Value| b(name).set("/start_timestamp", start).set("/end_timestamp", end);
     vec![
         ts("b_end_equal_to_start_is_valid", json!(1_763_700_000), json!(1_763_700_000)).ok(),
         ts("b_end_before_start_in_seconds_is_out_of_range", json!(1_763_700_005), json!(1_763_700_004))
             .invalid(&[("/end_timestamp", Range)]),
-        ts("b_end_before_start_in_milliseconds_is_out_of_range", json!(1_763_700_005_000_u64), json!(1_763_700_004_999_u64))
-            .invalid(&[("/end_timestamp", Range)]),
-        ts("b_start_in_seconds_end_in_milliseconds_after_it_is_valid", json!(1_763_700_000), json!(1_763_700_060_000_u64))
-            .ok(),
+        ts(
+            "b_end_before_start_in_milliseconds_is_out_of_range",
+            json!(1_763_700_005_000_u64),
+            json!(1_763_700_004_999_u64),
+        )
+        .invalid(&[("/end_timestamp", Range)]),
+        ts(
+            "b_start_in_seconds_end_in_milliseconds_after_it_is_valid",
+            json!(1_763_700_000),
+            json!(1_763_700_060_000_u64),
+        )
+        .ok(),
         ts("b_start_in_seconds_end_in_milliseconds_equal_is_valid", json!(1_763_700_000), json!(1_763_700_000_000_u64))
             .ok(),
         ts(
@@ -510,8 +462,12 @@ fn timestamp_cases() -> Vec<Case> {
             json!(1_763_699_999_999_u64),
         )
         .invalid(&[("/end_timestamp", Range)]),
-        ts("b_start_in_milliseconds_end_in_seconds_after_it_is_valid", json!(1_763_700_000_000_u64), json!(1_763_700_001))
-            .ok(),
+        ts(
+            "b_start_in_milliseconds_end_in_seconds_after_it_is_valid",
+            json!(1_763_700_000_000_u64),
+            json!(1_763_700_001),
+        )
+        .ok(),
         ts(
             "b_start_in_milliseconds_end_in_seconds_before_it_is_out_of_range",
             json!(1_763_700_001_000_u64),
@@ -525,8 +481,12 @@ fn timestamp_cases() -> Vec<Case> {
             json!(100_000_000_000_u64),
         )
         .invalid(&[("/end_timestamp", Range)]),
-        ts("b_ten_to_the_eleven_minus_one_seconds_on_both_is_valid", json!(99_999_999_999_u64), json!(99_999_999_999_u64))
-            .ok(),
+        ts(
+            "b_ten_to_the_eleven_minus_one_seconds_on_both_is_valid",
+            json!(99_999_999_999_u64),
+            json!(99_999_999_999_u64),
+        )
+        .ok(),
         ts("b_ten_to_the_eleven_milliseconds_on_both_is_valid", json!(100_000_000_000_u64), json!(100_000_000_000_u64))
             .ok(),
         ts("b_largest_millisecond_value_is_valid", json!(1_763_700_000), json!(99_999_999_999_999_u64)).ok(),
@@ -542,13 +502,10 @@ fn timestamp_cases() -> Vec<Case> {
             .invalid(&[("/start_timestamp", Range)]),
         ts("b_microseconds_as_a_decimal_are_out_of_range", json!(1.7e15), json!(1.7e15))
             .invalid(&[("/start_timestamp", Range), ("/end_timestamp", Range)]),
-        ts(
-            "b_end_in_nanoseconds_is_out_of_range",
-            json!(1_763_700_000),
-            json!(1_763_700_000_000_000_000_u64),
-        )
-        .invalid(&[("/end_timestamp", Range)]),
-        ts("b_integer_beyond_u64_is_out_of_range", json!(1_763_700_000), json!(1e20)).invalid(&[("/end_timestamp", Range)]),
+        ts("b_end_in_nanoseconds_is_out_of_range", json!(1_763_700_000), json!(1_763_700_000_000_000_000_u64))
+            .invalid(&[("/end_timestamp", Range)]),
+        ts("b_integer_beyond_u64_is_out_of_range", json!(1_763_700_000), json!(1e20))
+            .invalid(&[("/end_timestamp", Range)]),
         ts("b_decimal_seconds_are_valid", json!(1_763_700_000.25), json!(1_763_700_005.75)).ok(),
         ts("b_decimal_seconds_end_before_start_is_out_of_range", json!(1_763_700_000.5), json!(1_763_700_000.25))
             .invalid(&[("/end_timestamp", Range)]),
@@ -557,7 +514,9 @@ fn timestamp_cases() -> Vec<Case> {
             .invalid(&[("/start_timestamp", Type)]),
         ts("b_end_timestamp_boolean_is_a_type_error", json!(1_763_700_000), json!(true))
             .invalid(&[("/end_timestamp", Type)]),
-        b("b_start_timestamp_missing_is_required").remove("/start_timestamp").invalid(&[("/start_timestamp", Required)]),
+        b("b_start_timestamp_missing_is_required")
+            .remove("/start_timestamp")
+            .invalid(&[("/start_timestamp", Required)]),
         b("b_end_timestamp_missing_is_required").remove("/end_timestamp").invalid(&[("/end_timestamp", Required)]),
     ]
 }
@@ -576,23 +535,17 @@ fn segment_cases() -> Vec<Case> {
         b("b_segment_role_is_case_sensitive")
             .set(&seg(1, "/role"), json!("User"))
             .invalid(&[(&seg(1, "/role"), OneOf)]),
-        b("b_segment_role_missing_is_required")
-            .remove(&seg(1, "/role"))
-            .invalid(&[(&seg(1, "/role"), Required)]),
+        b("b_segment_role_missing_is_required").remove(&seg(1, "/role")).invalid(&[(&seg(1, "/role"), Required)]),
         b("b_segment_role_null_is_required")
             .set(&seg(1, "/role"), Value::Null)
             .invalid(&[(&seg(1, "/role"), Required)]),
-        b("b_segment_role_number_is_a_type_error")
-            .set(&seg(1, "/role"), json!(1))
-            .invalid(&[(&seg(1, "/role"), Type)]),
+        b("b_segment_role_number_is_a_type_error").set(&seg(1, "/role"), json!(1)).invalid(&[(&seg(1, "/role"), Type)]),
         // timing of user / agent segments
         b("b_user_segment_without_timing_is_required_at_the_segment")
             .remove(&seg(1, "/start_ms"))
             .remove(&seg(1, "/end_ms"))
             .invalid(&[(&seg(1, ""), Required)]),
-        b("b_user_segment_with_start_only_lacks_timing")
-            .remove(&seg(1, "/end_ms"))
-            .invalid(&[(&seg(1, ""), Required)]),
+        b("b_user_segment_with_start_only_lacks_timing").remove(&seg(1, "/end_ms")).invalid(&[(&seg(1, ""), Required)]),
         b("b_user_segment_with_end_and_duration_but_no_start_lacks_timing")
             .remove(&seg(1, "/start_ms"))
             .set(&seg(1, "/duration_ms"), json!(1100))
@@ -604,10 +557,7 @@ fn segment_cases() -> Vec<Case> {
         b("b_agent_segment_with_words_only_is_valid")
             .remove(&seg(5, "/start_ms"))
             .remove(&seg(5, "/duration_ms"))
-            .set(
-                &seg(5, "/words"),
-                json!([{"word": "It", "start_ms": 3300, "end_ms": 3400}]),
-            )
+            .set(&seg(5, "/words"), json!([{"word": "It", "start_ms": 3300, "end_ms": 3400}]))
             .ok(),
         b("b_agent_segment_with_empty_words_and_no_times_lacks_timing")
             .set(&seg(0, "/words"), json!([]))
@@ -618,9 +568,7 @@ fn segment_cases() -> Vec<Case> {
             .remove(&seg(3, "/start_ms"))
             .remove(&seg(2, "/tool/start_ms"))
             .ok(),
-        b("b_node_transition_needs_no_timing")
-            .remove(&seg(4, "/start_ms"))
-            .ok(),
+        b("b_node_transition_needs_no_timing").remove(&seg(4, "/start_ms")).ok(),
         // node transitions
         b("b_node_transition_without_node_is_required")
             .remove(&seg(4, "/node"))
@@ -636,26 +584,19 @@ fn segment_cases() -> Vec<Case> {
             .invalid(&[(&seg(4, "/node/to"), Required)]),
         b("b_node_transition_with_empty_node_requires_from_and_to")
             .set(&seg(4, "/node"), json!({}))
-            .invalid(&[
-                (&seg(4, "/node/from"), Required),
-                (&seg(4, "/node/to"), Required),
-            ]),
+            .invalid(&[(&seg(4, "/node/from"), Required), (&seg(4, "/node/to"), Required)]),
         b("b_node_transition_with_string_node_is_only_a_type_error")
             .set(&seg(4, "/node"), json!("greeting->lookup"))
             .invalid(&[(&seg(4, "/node"), Type)]),
         b("b_node_from_number_is_a_type_error")
             .set(&seg(4, "/node/from"), json!(3))
             .invalid(&[(&seg(4, "/node/from"), Type)]),
-        b("b_node_without_reason_is_valid")
-            .remove(&seg(4, "/node/reason"))
-            .ok(),
+        b("b_node_without_reason_is_valid").remove(&seg(4, "/node/reason")).ok(),
         // end before start
         b("b_word_end_before_its_start_is_out_of_range_at_the_word")
             .set(&seg(0, "/words/1/end_ms"), json!(349))
             .invalid(&[(&seg(0, "/words/1/end_ms"), Range)]),
-        b("b_word_end_equal_to_its_start_is_valid")
-            .set(&seg(0, "/words/1/end_ms"), json!(350))
-            .ok(),
+        b("b_word_end_equal_to_its_start_is_valid").set(&seg(0, "/words/1/end_ms"), json!(350)).ok(),
         b("b_segment_end_before_its_start_is_out_of_range")
             .set(&seg(1, "/end_ms"), json!(1499))
             .invalid(&[(&seg(1, "/end_ms"), Range)]),
@@ -695,9 +636,7 @@ fn segment_cases() -> Vec<Case> {
         b("b_segment_that_is_a_string_is_only_a_type_error_at_the_segment")
             .set(&seg(0, ""), json!("Agent: hello"))
             .invalid(&[(&seg(0, ""), Type)]),
-        b("b_segment_that_is_null_is_a_type_error")
-            .set(&seg(2, ""), Value::Null)
-            .invalid(&[(&seg(2, ""), Type)]),
+        b("b_segment_that_is_null_is_a_type_error").set(&seg(2, ""), Value::Null).invalid(&[(&seg(2, ""), Type)]),
         b("b_segment_that_is_an_array_is_a_type_error")
             .set(&seg(5, ""), json!([{"role": "agent"}]))
             .invalid(&[(&seg(5, ""), Type)]),
@@ -705,9 +644,7 @@ fn segment_cases() -> Vec<Case> {
             .set(&seg(0, ""), json!(42))
             .set(&seg(1, "/role"), json!("bot"))
             .invalid(&[(&seg(0, ""), Type), (&seg(1, "/role"), OneOf)]),
-        b("b_segment_text_number_is_a_type_error")
-            .set(&seg(1, "/text"), json!(5))
-            .invalid(&[(&seg(1, "/text"), Type)]),
+        b("b_segment_text_number_is_a_type_error").set(&seg(1, "/text"), json!(5)).invalid(&[(&seg(1, "/text"), Type)]),
         b("b_segment_start_ms_string_is_a_type_error_and_leaves_no_timing")
             .set(&seg(1, "/start_ms"), json!("1500"))
             .invalid(&[(&seg(1, "/start_ms"), Type), (&seg(1, ""), Required)]),
@@ -720,9 +657,7 @@ fn segment_cases() -> Vec<Case> {
         b("b_word_confidence_string_is_a_type_error")
             .set(&seg(0, "/words/0/confidence"), json!("high"))
             .invalid(&[(&seg(0, "/words/0/confidence"), Type)]),
-        b("b_tool_string_is_a_type_error")
-            .set(&seg(2, "/tool"), json!("lookup"))
-            .invalid(&[(&seg(2, "/tool"), Type)]),
+        b("b_tool_string_is_a_type_error").set(&seg(2, "/tool"), json!("lookup")).invalid(&[(&seg(2, "/tool"), Type)]),
         b("b_tool_is_error_string_is_a_type_error")
             .set(&seg(3, "/tool/is_error"), json!("no"))
             .invalid(&[(&seg(3, "/tool/is_error"), Type)]),
@@ -775,14 +710,7 @@ fn unreadable_cases(op: Operation, prefix: &str) -> Vec<Case> {
     ];
     bodies
         .into_iter()
-        .map(|(name, body)| {
-            raw(
-                &format!("{prefix}_{name}_is_unreadable"),
-                op,
-                body,
-                Outcome::Unreadable,
-            )
-        })
+        .map(|(name, body)| raw(&format!("{prefix}_{name}_is_unreadable"), op, body, Outcome::Unreadable))
         .collect()
 }
 
@@ -799,81 +727,47 @@ fn operation_a_cases() -> Vec<Case> {
                 .expect("callgen JSON"),
             )
             .ok(),
-        a("a_minimal_body_is_valid")
-            .body(json!({"agentId": "a", "callId": "c", "transcript": []}))
-            .ok(),
-        a("a_empty_object_lists_every_required_field")
-            .body(json!({}))
-            .invalid(&[
-                ("/agentId", Required),
-                ("/callId", Required),
-                ("/transcript", Required),
-            ]),
+        a("a_minimal_body_is_valid").body(json!({"agentId": "a", "callId": "c", "transcript": []})).ok(),
+        a("a_empty_object_lists_every_required_field").body(json!({})).invalid(&[
+            ("/agentId", Required),
+            ("/callId", Required),
+            ("/transcript", Required),
+        ]),
         // agentId / callId
-        a("a_agent_id_missing_is_required")
-            .remove("/agentId")
-            .invalid(&[("/agentId", Required)]),
-        a("a_agent_id_null_is_required")
-            .set("/agentId", Value::Null)
-            .invalid(&[("/agentId", Required)]),
-        a("a_agent_id_empty_is_too_short")
-            .set("/agentId", json!(""))
-            .invalid(&[("/agentId", Length)]),
-        a("a_agent_id_of_200_two_byte_characters_is_valid")
-            .set("/agentId", json!(chars('é', 200)))
-            .ok(),
+        a("a_agent_id_missing_is_required").remove("/agentId").invalid(&[("/agentId", Required)]),
+        a("a_agent_id_null_is_required").set("/agentId", Value::Null).invalid(&[("/agentId", Required)]),
+        a("a_agent_id_empty_is_too_short").set("/agentId", json!("")).invalid(&[("/agentId", Length)]),
+        a("a_agent_id_of_200_two_byte_characters_is_valid").set("/agentId", json!(chars('é', 200))).ok(),
         a("a_agent_id_of_201_two_byte_characters_is_too_long")
             .set("/agentId", json!(chars('é', 201)))
             .invalid(&[("/agentId", Length)]),
-        a("a_agent_id_number_is_a_type_error")
-            .set("/agentId", json!(17))
-            .invalid(&[("/agentId", Type)]),
-        a("a_call_id_missing_is_required")
-            .remove("/callId")
-            .invalid(&[("/callId", Required)]),
-        a("a_call_id_empty_is_too_short")
-            .set("/callId", json!(""))
-            .invalid(&[("/callId", Length)]),
-        a("a_call_id_of_1_character_is_valid")
-            .set("/callId", json!("é"))
-            .ok(),
-        a("a_call_id_of_200_two_byte_characters_is_valid")
-            .set("/callId", json!(chars('é', 200)))
-            .ok(),
+        a("a_agent_id_number_is_a_type_error").set("/agentId", json!(17)).invalid(&[("/agentId", Type)]),
+        a("a_call_id_missing_is_required").remove("/callId").invalid(&[("/callId", Required)]),
+        a("a_call_id_empty_is_too_short").set("/callId", json!("")).invalid(&[("/callId", Length)]),
+        a("a_call_id_of_1_character_is_valid").set("/callId", json!("é")).ok(),
+        a("a_call_id_of_200_two_byte_characters_is_valid").set("/callId", json!(chars('é', 200))).ok(),
         a("a_call_id_of_201_two_byte_characters_is_too_long")
             .set("/callId", json!(chars('é', 201)))
             .invalid(&[("/callId", Length)]),
-        a("a_call_id_number_is_a_type_error")
-            .set("/callId", json!(12345))
-            .invalid(&[("/callId", Type)]),
+        a("a_call_id_number_is_a_type_error").set("/callId", json!(12345)).invalid(&[("/callId", Type)]),
         // transcript
-        a("a_transcript_missing_is_required")
-            .remove("/transcript")
-            .invalid(&[("/transcript", Required)]),
-        a("a_transcript_null_is_required")
-            .set("/transcript", Value::Null)
-            .invalid(&[("/transcript", Required)]),
-        a("a_transcript_empty_is_valid")
-            .set("/transcript", json!([]))
-            .ok(),
+        a("a_transcript_missing_is_required").remove("/transcript").invalid(&[("/transcript", Required)]),
+        a("a_transcript_null_is_required").set("/transcript", Value::Null).invalid(&[("/transcript", Required)]),
+        a("a_transcript_empty_is_valid").set("/transcript", json!([])).ok(),
         a("a_transcript_object_is_a_type_error")
             .set("/transcript", json!({"role": "agent", "content": "hi"}))
             .invalid(&[("/transcript", Type)]),
         a("a_transcript_string_is_a_type_error")
             .set("/transcript", json!("Agent: hi"))
             .invalid(&[("/transcript", Type)]),
-        a("a_item_without_role_is_required")
-            .remove("/transcript/0/role")
-            .invalid(&[("/transcript/0/role", Required)]),
+        a("a_item_without_role_is_required").remove("/transcript/0/role").invalid(&[("/transcript/0/role", Required)]),
         a("a_item_role_empty_is_too_short")
             .set("/transcript/1/role", json!(""))
             .invalid(&[("/transcript/1/role", Length)]),
         a("a_item_role_number_is_a_type_error")
             .set("/transcript/0/role", json!(1))
             .invalid(&[("/transcript/0/role", Type)]),
-        a("a_item_role_other_than_agent_or_user_is_valid")
-            .set("/transcript/0/role", json!("system"))
-            .ok(),
+        a("a_item_role_other_than_agent_or_user_is_valid").set("/transcript/0/role", json!("system")).ok(),
         a("a_item_without_content_is_required")
             .remove("/transcript/1/content")
             .invalid(&[("/transcript/1/content", Required)]),
@@ -883,24 +777,16 @@ fn operation_a_cases() -> Vec<Case> {
         a("a_item_content_object_is_a_type_error")
             .set("/transcript/0/content", json!({"text": "hi"}))
             .invalid(&[("/transcript/0/content", Type)]),
-        a("a_item_content_empty_is_valid")
-            .set("/transcript/0/content", json!(""))
-            .ok(),
-        a("a_item_without_timestamp_is_valid")
-            .remove("/transcript/0/timestamp")
-            .ok(),
-        a("a_item_timestamp_not_rfc3339_is_kept_and_valid")
-            .set("/transcript/0/timestamp", json!("00:01"))
-            .ok(),
+        a("a_item_content_empty_is_valid").set("/transcript/0/content", json!("")).ok(),
+        a("a_item_without_timestamp_is_valid").remove("/transcript/0/timestamp").ok(),
+        a("a_item_timestamp_not_rfc3339_is_kept_and_valid").set("/transcript/0/timestamp", json!("00:01")).ok(),
         a("a_item_timestamp_number_is_a_type_error")
             .set("/transcript/0/timestamp", json!(1_763_700_000))
             .invalid(&[("/transcript/0/timestamp", Type)]),
         a("a_item_that_is_a_string_is_only_a_type_error_at_the_item")
             .set("/transcript/0", json!("Agent: hello"))
             .invalid(&[("/transcript/0", Type)]),
-        a("a_item_that_is_null_is_a_type_error")
-            .set("/transcript/1", Value::Null)
-            .invalid(&[("/transcript/1", Type)]),
+        a("a_item_that_is_null_is_a_type_error").set("/transcript/1", Value::Null).invalid(&[("/transcript/1", Type)]),
         // startedAt / endedAt
         a("a_started_at_not_rfc3339_is_a_format_error")
             .set("/startedAt", json!("yesterday"))
@@ -911,21 +797,15 @@ fn operation_a_cases() -> Vec<Case> {
         a("a_started_at_date_only_is_a_format_error")
             .set("/startedAt", json!("2026-11-21"))
             .invalid(&[("/startedAt", Format)]),
-        a("a_started_at_empty_is_a_format_error")
-            .set("/startedAt", json!(""))
-            .invalid(&[("/startedAt", Format)]),
-        a("a_ended_at_not_rfc3339_is_a_format_error")
-            .set("/endedAt", json!("later"))
-            .invalid(&[("/endedAt", Format)]),
+        a("a_started_at_empty_is_a_format_error").set("/startedAt", json!("")).invalid(&[("/startedAt", Format)]),
+        a("a_ended_at_not_rfc3339_is_a_format_error").set("/endedAt", json!("later")).invalid(&[("/endedAt", Format)]),
         a("a_started_at_number_is_a_type_error")
             .set("/startedAt", json!(1_763_700_000))
             .invalid(&[("/startedAt", Type)]),
         a("a_ended_at_before_started_at_is_out_of_range")
             .set("/endedAt", json!("2026-11-21T09:59:59Z"))
             .invalid(&[("/endedAt", Range)]),
-        a("a_ended_at_equal_to_started_at_is_valid")
-            .set("/endedAt", json!("2026-11-21T10:00:00Z"))
-            .ok(),
+        a("a_ended_at_equal_to_started_at_is_valid").set("/endedAt", json!("2026-11-21T10:00:00Z")).ok(),
         a("a_ended_at_later_in_absolute_time_but_earlier_on_the_clock_is_valid")
             .set("/startedAt", json!("2026-11-21T10:00:00+01:00"))
             .set("/endedAt", json!("2026-11-21T09:30:00Z"))
@@ -938,12 +818,8 @@ fn operation_a_cases() -> Vec<Case> {
             .set("/startedAt", json!("2026-11-21T10:00:00.123Z"))
             .set("/endedAt", json!("2026-11-21T10:00:00.124Z"))
             .ok(),
-        a("a_started_at_without_ended_at_is_valid")
-            .remove("/endedAt")
-            .ok(),
-        a("a_ended_at_without_started_at_is_valid")
-            .remove("/startedAt")
-            .ok(),
+        a("a_started_at_without_ended_at_is_valid").remove("/endedAt").ok(),
+        a("a_ended_at_without_started_at_is_valid").remove("/startedAt").ok(),
         a("a_bad_started_at_skips_the_order_check")
             .set("/startedAt", json!("soon"))
             .set("/endedAt", json!("2000-01-01T00:00:00Z"))
@@ -952,12 +828,8 @@ fn operation_a_cases() -> Vec<Case> {
         a("a_duration_seconds_negative_is_out_of_range")
             .set("/metadata/durationSeconds", json!(-1))
             .invalid(&[("/metadata/durationSeconds", Range)]),
-        a("a_duration_seconds_zero_is_valid")
-            .set("/metadata/durationSeconds", json!(0))
-            .ok(),
-        a("a_duration_seconds_decimal_is_valid")
-            .set("/metadata/durationSeconds", json!(12.5))
-            .ok(),
+        a("a_duration_seconds_zero_is_valid").set("/metadata/durationSeconds", json!(0)).ok(),
+        a("a_duration_seconds_decimal_is_valid").set("/metadata/durationSeconds", json!(12.5)).ok(),
         a("a_duration_seconds_string_is_a_type_error")
             .set("/metadata/durationSeconds", json!("300"))
             .invalid(&[("/metadata/durationSeconds", Type)]),
@@ -970,12 +842,8 @@ fn operation_a_cases() -> Vec<Case> {
                 ("/metadata/callerPhone", Type),
                 ("/metadata/outcome", Type),
             ]),
-        a("a_metadata_string_is_a_type_error")
-            .set("/metadata", json!("inbound"))
-            .invalid(&[("/metadata", Type)]),
-        a("a_metadata_empty_is_valid")
-            .set("/metadata", json!({}))
-            .ok(),
+        a("a_metadata_string_is_a_type_error").set("/metadata", json!("inbound")).invalid(&[("/metadata", Type)]),
+        a("a_metadata_empty_is_valid").set("/metadata", json!({})).ok(),
         // unknown fields
         a("a_unknown_fields_at_top_level_in_items_and_metadata_are_valid")
             .set("/provider", json!({"name": "vapi"}))
@@ -1010,8 +878,7 @@ fn run(case: &Case) -> (Outcome, Vec<Violation>) {
         Ok(_) => (Outcome::Ok, Vec::new()),
         Err(Rejection::Unreadable(_)) => (Outcome::Unreadable, Vec::new()),
         Err(Rejection::Invalid(list)) => {
-            let mut pairs: Vec<(String, Code)> =
-                list.iter().map(|v| (v.pointer.clone(), v.code)).collect();
+            let mut pairs: Vec<(String, Code)> = list.iter().map(|v| (v.pointer.clone(), v.code)).collect();
             pairs.sort();
             (Outcome::Invalid(pairs), list)
         }
@@ -1023,10 +890,7 @@ fn check(case: &Case) -> Option<String> {
     let (actual, raw) = run(case);
     let mut problems = Vec::new();
     if actual != case.expect {
-        problems.push(format!(
-            "expected {:?}\n      actual   {:?}",
-            case.expect, actual
-        ));
+        problems.push(format!("expected {:?}\n      actual   {:?}", case.expect, actual));
     }
     if let Outcome::Invalid(pairs) = &actual {
         if pairs.is_empty() {
@@ -1047,36 +911,19 @@ fn check(case: &Case) -> Option<String> {
     if problems.is_empty() {
         None
     } else {
-        let messages: Vec<String> = raw
-            .iter()
-            .map(|v| format!("{} {:?}: {}", v.pointer, v.code, v.message))
-            .collect();
-        Some(format!(
-            "{}: {}\n      violations: {messages:#?}",
-            case.name,
-            problems.join("; ")
-        ))
+        let messages: Vec<String> = raw.iter().map(|v| format!("{} {:?}: {}", v.pointer, v.code, v.message)).collect();
+        Some(format!("{}: {}\n      violations: {messages:#?}", case.name, problems.join("; ")))
     }
 }
 
 fn run_table(cases: &[Case]) {
     let mut names = std::collections::HashSet::new();
     for c in cases {
-        assert!(
-            names.insert(c.name.as_str()),
-            "case name used twice: {}",
-            c.name
-        );
+        assert!(names.insert(c.name.as_str()), "case name used twice: {}", c.name);
     }
     let failures: Vec<String> = cases.iter().filter_map(check).collect();
     println!("{} cases, {} failed", cases.len(), failures.len());
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed:\n  {}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n  ")
-    );
+    assert!(failures.is_empty(), "{} of {} cases failed:\n  {}", failures.len(), cases.len(), failures.join("\n  "));
 }
 
 #[test]
@@ -1101,90 +948,45 @@ fn violations(op: Operation, body: &Value) -> Vec<Violation> {
 fn lengths_are_counted_in_characters_not_bytes() {
     // 200 'é' are 400 bytes: still valid. 201 are not.
     let at_limit = b("").set("/call_id", json!(chars('é', 200))).body;
-    assert!(ingest(
-        Operation::CreateCall,
-        &serde_json::to_vec(&at_limit).unwrap()
-    )
-    .is_ok());
+    assert!(ingest(Operation::CreateCall, &serde_json::to_vec(&at_limit).unwrap()).is_ok());
     let over = b("").set("/call_id", json!(chars('é', 201))).body;
     let list = violations(Operation::CreateCall, &over);
     assert_eq!(list.len(), 1, "{list:?}");
-    assert_eq!(
-        (list[0].pointer.as_str(), list[0].code),
-        ("/call_id", Length)
-    );
-    assert!(
-        list[0].message.contains("200"),
-        "the message names the limit: {:?}",
-        list[0].message
-    );
+    assert_eq!((list[0].pointer.as_str(), list[0].code), ("/call_id", Length));
+    assert!(list[0].message.contains("200"), "the message names the limit: {:?}", list[0].message);
 }
 
 #[test]
 fn messages_quote_at_most_a_short_prefix_of_the_value() {
     let long = format!("2026-11-21T10:00:00{}", chars('Z', 5000));
-    let a_body = a("")
-        .set("/startedAt", json!(long))
-        .set("/endedAt", json!(long))
-        .set("/agentId", json!(long))
-        .body;
+    let a_body = a("").set("/startedAt", json!(long)).set("/endedAt", json!(long)).set("/agentId", json!(long)).body;
     let b_body = b("")
         .set("/call_id", json!(long))
         .set("/user_sentiment", json!(long))
         .set(&seg(0, "/role"), json!(long))
         .set("/recording_url", json!(long))
         .body;
-    for (op, body, expected) in [
-        (Operation::SendCallData, a_body, 3),
-        (Operation::CreateCall, b_body, 5),
-    ] {
+    for (op, body, expected) in [(Operation::SendCallData, a_body, 3), (Operation::CreateCall, b_body, 5)] {
         let list = violations(op, &body);
         assert_eq!(list.len(), expected, "{list:?}");
         for v in &list {
-            assert!(
-                v.message.chars().count() < 100,
-                "message too long at {}: {:?}",
-                v.pointer,
-                v.message
-            );
-            assert!(
-                !v.message.contains(&long),
-                "the whole value is echoed at {}",
-                v.pointer
-            );
-            assert!(
-                !v.message.contains(&long[..60]),
-                "more than a short prefix is echoed at {}",
-                v.pointer
-            );
+            assert!(v.message.chars().count() < 100, "message too long at {}: {:?}", v.pointer, v.message);
+            assert!(!v.message.contains(&long), "the whole value is echoed at {}", v.pointer);
+            assert!(!v.message.contains(&long[..60]), "more than a short prefix is echoed at {}", v.pointer);
         }
     }
 }
 
 #[test]
 fn start_in_seconds_and_end_in_milliseconds_are_compared_in_milliseconds() {
-    let valid = b("")
-        .set("/start_timestamp", json!(1_763_700_000))
-        .set("/end_timestamp", json!(1_763_700_000_001_u64));
-    assert!(ingest(
-        Operation::CreateCall,
-        &serde_json::to_vec(&valid.body).unwrap()
-    )
-    .is_ok());
-    let invalid = b("")
-        .set("/start_timestamp", json!(1_763_700_000))
-        .set("/end_timestamp", json!(1_763_699_999_999_u64));
+    let valid = b("").set("/start_timestamp", json!(1_763_700_000)).set("/end_timestamp", json!(1_763_700_000_001_u64));
+    assert!(ingest(Operation::CreateCall, &serde_json::to_vec(&valid.body).unwrap()).is_ok());
+    let invalid =
+        b("").set("/start_timestamp", json!(1_763_700_000)).set("/end_timestamp", json!(1_763_699_999_999_u64));
     let list = violations(Operation::CreateCall, &invalid.body);
     assert_eq!(list.len(), 1, "{list:?}");
-    assert_eq!(
-        (list[0].pointer.as_str(), list[0].code),
-        ("/end_timestamp", Range)
-    );
-    assert!(
-        list[0].message.contains("1763700000000"),
-        "names start in ms: {:?}",
-        list[0].message
-    );
+    assert_eq!((list[0].pointer.as_str(), list[0].code), ("/end_timestamp", Range));
+    assert!(list[0].message.contains("1763700000000"), "names start in ms: {:?}", list[0].message);
 }
 
 #[test]
@@ -1192,10 +994,7 @@ fn word_end_before_start_points_at_the_words_end_ms_and_names_the_start() {
     let body = b("").set(&seg(0, "/words/3/end_ms"), json!(600)).body;
     let list = violations(Operation::CreateCall, &body);
     assert_eq!(list.len(), 1, "{list:?}");
-    assert_eq!(
-        list[0].pointer,
-        "/transcript_with_tool_calls/0/words/3/end_ms"
-    );
+    assert_eq!(list[0].pointer, "/transcript_with_tool_calls/0/words/3/end_ms");
     assert_eq!(list[0].code, Range);
     assert!(list[0].message.contains("650"), "{:?}", list[0].message);
 }
@@ -1213,13 +1012,7 @@ fn a_wrong_typed_segment_hides_only_what_is_below_it() {
     segments[10] = json!({"role": "user", "text": "no timing"});
     let list = violations(Operation::CreateCall, &body);
     let pairs: Vec<(&str, Code)> = list.iter().map(|v| (v.pointer.as_str(), v.code)).collect();
-    assert_eq!(
-        pairs,
-        vec![
-            ("/transcript_with_tool_calls/1", Type),
-            ("/transcript_with_tool_calls/10", Required)
-        ]
-    );
+    assert_eq!(pairs, vec![("/transcript_with_tool_calls/1", Type), ("/transcript_with_tool_calls/10", Required)]);
 }
 
 #[test]
@@ -1230,10 +1023,7 @@ fn deeply_nested_unknown_field_is_refused_without_crashing() {
     body.push_str(&"]".repeat(depth));
     body.push('}');
     for op in [Operation::CreateCall, Operation::SendCallData] {
-        assert!(matches!(
-            ingest(op, body.as_bytes()),
-            Err(Rejection::Unreadable(_))
-        ));
+        assert!(matches!(ingest(op, body.as_bytes()), Err(Rejection::Unreadable(_))));
     }
 }
 
@@ -1243,8 +1033,7 @@ fn escaped_field_names_are_read_as_the_fields_they_name() {
     let body = br#"{"call\u005fid": "", "call_type": "phone_call", "transcript_with_tool_calls": [{"role": "node_transition", "node": {"from": "a", "to": "b"}}], "start_timestamp": 1763700000, "end_timestamp": 1763700001, "recording_url": "x"}"#;
     match ingest(Operation::CreateCall, body) {
         Err(Rejection::Invalid(list)) => {
-            let pairs: Vec<(&str, Code)> =
-                list.iter().map(|v| (v.pointer.as_str(), v.code)).collect();
+            let pairs: Vec<(&str, Code)> = list.iter().map(|v| (v.pointer.as_str(), v.code)).collect();
             assert_eq!(pairs, vec![("/call_id", Length)]);
         }
         other => panic!("expected a 422 on /call_id, got {other:?}"),

@@ -51,21 +51,14 @@ pub enum Command {
 impl Command {
     pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
         match self {
-            Command::Create {
-                workspace,
-                remote_id,
-                name,
-                agent_id,
-            } => {
+            Command::Create { workspace, remote_id, name, agent_id } => {
                 if let Some(id) = &agent_id {
                     if id.trim().is_empty() || id.chars().count() > MAX_AGENT_ID_CHARS {
                         bail!("the agent id must be 1 to {MAX_AGENT_ID_CHARS} characters");
                     }
                 }
-                let agent = app
-                    .directory
-                    .create_agent(workspace, &remote_id, name.as_deref(), agent_id.as_deref())
-                    .await?;
+                let agent =
+                    app.directory.create_agent(workspace, &remote_id, name.as_deref(), agent_id.as_deref()).await?;
                 show(out, &agent)
             }
             Command::List { workspace } => {
@@ -78,29 +71,18 @@ impl Command {
                     }
                     let rows: Vec<Vec<String>> = agents
                         .iter()
-                        .map(|a| {
-                            vec![
-                                a.id.clone(),
-                                a.remote_id.clone(),
-                                or_dash(a.name.as_deref()),
-                            ]
-                        })
+                        .map(|a| vec![a.id.clone(), a.remote_id.clone(), or_dash(a.name.as_deref())])
                         .collect();
                     table(&["AGENT ID", "REMOTE ID", "NAME"], &rows)
                 })?;
                 Ok(())
             }
-            Command::Get {
-                workspace,
-                remote_id,
-            } => {
+            Command::Get { workspace, remote_id } => {
                 let agent = app
                     .directory
                     .agent_by_remote(workspace, &remote_id)
                     .await?
-                    .ok_or_else(|| {
-                        anyhow!("no such agent: remote id {remote_id:?} in workspace {workspace}")
-                    })?;
+                    .ok_or_else(|| anyhow!("no such agent: remote id {remote_id:?} in workspace {workspace}"))?;
                 show(out, &agent)
             }
         }

@@ -51,13 +51,7 @@ pub enum Command {
 impl Command {
     pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
         match self {
-            Command::Get {
-                workspace,
-                call_id,
-                id,
-                revisions,
-                raw,
-            } => {
+            Command::Get { workspace, call_id, id, revisions, raw } => {
                 // Several bodies cannot be told apart once written back to back.
                 if raw && revisions && !out.is_json() {
                     bail!("--raw with --revisions needs --json");
@@ -72,19 +66,15 @@ impl Command {
                         .store
                         .get_call(workspace, &call_id, revisions)
                         .await?
-                        .ok_or_else(|| {
-                            anyhow!("no such call: call id {call_id:?} in workspace {workspace}")
-                        })?,
+                        .ok_or_else(|| anyhow!("no such call: call id {call_id:?} in workspace {workspace}"))?,
                     // clap requires --id, or --workspace with --call-id.
                     _ => bail!("name the call with --id, or with --workspace and --call-id"),
                 };
                 show_call(out, &call, revisions, raw)
             }
-            Command::List {
-                workspace,
-                agent,
-                limit,
-            } => list(app, out, workspace, agent.as_deref(), usize::from(limit)).await,
+            Command::List { workspace, agent, limit } => {
+                list(app, out, workspace, agent.as_deref(), usize::from(limit)).await
+            }
         }
     }
 }
@@ -141,10 +131,7 @@ fn show_call(out: &Output, call: &StoredCall, revisions: bool, raw: bool) -> any
 /// are UTF-8; anything else is said rather than silently altered.
 fn raw_text(revision: &StoredRevision) -> anyhow::Result<Value> {
     let text = std::str::from_utf8(&revision.raw).with_context(|| {
-        format!(
-            "the raw body of revision {} is not UTF-8; use --raw without --json",
-            revision.revision
-        )
+        format!("the raw body of revision {} is not UTF-8; use --raw without --json", revision.revision)
     })?;
     Ok(Value::String(text.to_owned()))
 }
@@ -156,13 +143,7 @@ fn pretty(document: &Value) -> String {
     text
 }
 
-async fn list(
-    app: &App,
-    out: &Output,
-    workspace_id: u64,
-    agent: Option<&str>,
-    limit: usize,
-) -> anyhow::Result<()> {
+async fn list(app: &App, out: &Output, workspace_id: u64, agent: Option<&str>, limit: usize) -> anyhow::Result<()> {
     workspace::require(app, workspace_id).await?;
     let agents = app.directory.list_agents(workspace_id).await?;
     let agents: Vec<&Agent> = match agent {
@@ -202,9 +183,7 @@ async fn list(
     let value = json!({"workspace_id": workspace_id, "calls": entries});
     out.show(&value, || {
         if calls.is_empty() {
-            return format!(
-                "no calls in workspace {workspace_id} (calls without a start time are not listed)\n"
-            );
+            return format!("no calls in workspace {workspace_id} (calls without a start time are not listed)\n");
         }
         let rows: Vec<Vec<String>> = calls
             .iter()
@@ -221,19 +200,7 @@ async fn list(
                 ]
             })
             .collect();
-        table(
-            &[
-                "ID",
-                "CALL ID",
-                "AGENT",
-                "START",
-                "DURATION",
-                "STATUS",
-                "SENTIMENT",
-                "REV",
-            ],
-            &rows,
-        )
+        table(&["ID", "CALL ID", "AGENT", "START", "DURATION", "STATUS", "SENTIMENT", "REV"], &rows)
     })?;
     Ok(())
 }

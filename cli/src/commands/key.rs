@@ -49,19 +49,13 @@ pub enum Command {
 impl Command {
     pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
         match self {
-            Command::Create {
-                workspace,
-                name,
-                token,
-            } => {
+            Command::Create { workspace, name, token } => {
                 let name = name.unwrap_or_default();
                 let issued = match token {
                     None => app.directory.create_api_key(workspace, &name).await?,
                     Some(token) => {
                         check_fixture_token(&token)?;
-                        app.directory
-                            .register_api_key(workspace, &name, Secret::from_token(token))
-                            .await?
+                        app.directory.register_api_key(workspace, &name, Secret::from_token(token)).await?
                     }
                 };
                 let value = json!({
@@ -75,9 +69,7 @@ impl Command {
                         ("public id", issued.public_id.clone()),
                         ("workspace", workspace.to_string()),
                     ]);
-                    text.push_str(
-                        "This token will not be shown again: only its digest is stored.\n",
-                    );
+                    text.push_str("This token will not be shown again: only its digest is stored.\n");
                     text
                 })?;
             }
@@ -86,16 +78,11 @@ impl Command {
                 // A session's id would be revoked just the same; refuse so that a mix-up
                 // between the two commands cannot cut off the wrong credential.
                 if !id.starts_with(API_KEY_PREFIX) {
-                    bail!(
-                        "{:?} is not an API key: API keys start with {API_KEY_PREFIX}",
-                        shown(id)
-                    );
+                    bail!("{:?} is not an API key: API keys start with {API_KEY_PREFIX}", shown(id));
                 }
                 let public_id = app.directory.revoke(id).await?;
                 let value = json!({"public_id": public_id, "revoked": true});
-                out.show(&value, || {
-                    format!("revoked API key {public_id}; {REVOCATION_DELAY}\n")
-                })?;
+                out.show(&value, || format!("revoked API key {public_id}; {REVOCATION_DELAY}\n"))?;
             }
             Command::List { workspace } => {
                 super::workspace::require(app, workspace).await?;
@@ -138,9 +125,7 @@ fn check_fixture_token(token: &str) -> anyhow::Result<()> {
         || secret.chars().count() < MIN_FIXTURE_SECRET_CHARS
         || !secret.chars().all(|c| c.is_ascii_alphanumeric())
     {
-        bail!(
-            "--token must be {API_KEY_PREFIX} followed by at least {MIN_FIXTURE_SECRET_CHARS} letters and digits"
-        );
+        bail!("--token must be {API_KEY_PREFIX} followed by at least {MIN_FIXTURE_SECRET_CHARS} letters and digits");
     }
     Ok(())
 }
@@ -151,13 +136,8 @@ mod tests {
 
     #[test]
     fn fixture_tokens_must_look_like_keys() {
-        assert!(
-            check_fixture_token("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6").is_ok()
-        );
-        assert!(
-            check_fixture_token("cis_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6")
-                .is_err()
-        );
+        assert!(check_fixture_token("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6").is_ok());
+        assert!(check_fixture_token("cis_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6").is_err());
         assert!(check_fixture_token("cik_short").is_err());
         assert!(check_fixture_token("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c 6d7e8f90").is_err());
     }

@@ -44,11 +44,7 @@ pub enum Command {
 impl Command {
     pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
         match self {
-            Command::Create {
-                user,
-                mut workspaces,
-                ttl,
-            } => {
+            Command::Create { user, mut workspaces, ttl } => {
                 let user = user.trim();
                 if user.is_empty() {
                     bail!("--user must not be empty");
@@ -75,9 +71,7 @@ impl Command {
                         ("workspaces", list.join(", ")),
                         ("expires", time_s(expires_at)),
                     ]);
-                    text.push_str(
-                        "This token will not be shown again: only its digest is stored.\n",
-                    );
+                    text.push_str("This token will not be shown again: only its digest is stored.\n");
                     text
                 })?;
             }
@@ -86,16 +80,11 @@ impl Command {
                 // An API key's id would be revoked just the same; refuse so that a mix-up
                 // between the two commands cannot cut off the wrong credential.
                 if !id.starts_with(SESSION_PREFIX) {
-                    bail!(
-                        "{:?} is not a session: sessions start with {SESSION_PREFIX}",
-                        shown(id)
-                    );
+                    bail!("{:?} is not a session: sessions start with {SESSION_PREFIX}", shown(id));
                 }
                 let public_id = app.directory.revoke(id).await?;
                 let value = json!({"public_id": public_id, "revoked": true});
-                out.show(&value, || {
-                    format!("revoked session {public_id}; {REVOCATION_DELAY}\n")
-                })?;
+                out.show(&value, || format!("revoked session {public_id}; {REVOCATION_DELAY}\n"))?;
             }
         }
         Ok(())

@@ -20,8 +20,7 @@ impl Command {
         match self {
             Command::Create => {
                 let calls = create(app, &tables::CALLS, &app.config.calls_table).await?;
-                let directory =
-                    create(app, &tables::DIRECTORY, &app.config.directory_table).await?;
+                let directory = create(app, &tables::DIRECTORY, &app.config.directory_table).await?;
                 let value = json!({
                     "calls": {"table": app.config.calls_table, "status": calls},
                     "directory": {"table": app.config.directory_table, "status": directory},
@@ -40,9 +39,6 @@ impl Command {
 
 /// Creates one table; answers "created" or "exists".
 async fn create(app: &App, def: &TableDef, name: &str) -> anyhow::Result<&'static str> {
-    let created = def
-        .create(app.store.client(), name)
-        .await
-        .with_context(|| format!("cannot create table {name}"))?;
+    let created = def.create(app.store.client(), name).await.with_context(|| format!("cannot create table {name}"))?;
     Ok(if created { "created" } else { "exists" })
 }

@@ -40,10 +40,7 @@ impl Command {
             Command::Get { id } => require(app, id).await?,
         };
         out.show(&json!(workspace), || {
-            fields(&[
-                ("workspace", workspace.id.to_string()),
-                ("name", workspace.name.clone()),
-            ])
+            fields(&[("workspace", workspace.id.to_string()), ("name", workspace.name.clone())])
         })?;
         Ok(())
     }
@@ -52,8 +49,5 @@ impl Command {
 /// The workspace `id`, or the error an operator should see when it does not exist (a
 /// listing of a workspace that does not exist would otherwise look merely empty).
 pub async fn require(app: &App, id: u64) -> anyhow::Result<Workspace> {
-    app.directory
-        .workspace(id)
-        .await?
-        .ok_or_else(|| anyhow!("no such workspace {id}"))
+    app.directory.workspace(id).await?.ok_or_else(|| anyhow!("no such workspace {id}"))
 }

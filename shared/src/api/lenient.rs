@@ -321,8 +321,7 @@ impl Accept for Value {
     }
     fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Result<Self, Found>, A::Error> {
         use serde::Deserialize;
-        Vec::<Value>::deserialize(de::value::SeqAccessDeserializer::new(seq))
-            .map(|v| Ok(Value::Array(v)))
+        Vec::<Value>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|v| Ok(Value::Array(v)))
     }
 }
 

@@ -84,12 +84,9 @@ impl BodyError {
         use serde_json::error::Category;
         match e.classify() {
             Category::Data => BodyError::NotObject,
-            Category::Syntax | Category::Eof | Category::Io => BodyError::NotJson(format!(
-                "{} at line {} column {}",
-                syntax_reason(e),
-                e.line(),
-                e.column()
-            )),
+            Category::Syntax | Category::Eof | Category::Io => {
+                BodyError::NotJson(format!("{} at line {} column {}", syntax_reason(e), e.line(), e.column()))
+            }
         }
     }
 }

@@ -77,16 +77,22 @@ impl Directory {
             ("name".into(), s(name)),
             ("created_at".into(), n(now_s())),
         ]);
-        self.client.put_item().table_name(&self.table).set_item(Some(item)).send().await.map_err(StoreError::from_sdk)?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
         Ok(Workspace { id, name: name.to_owned() })
     }
 
     /// The workspace `id`, if it exists.
     pub async fn workspace(&self, id: u64) -> Result<Option<Workspace>, AdminError> {
-        Ok(self.get(workspace_pk(id), WORKSPACE_SK).await?.map(|item| Workspace {
-            id,
-            name: field_s(&item, "name").unwrap_or_default().to_owned(),
-        }))
+        Ok(self
+            .get(workspace_pk(id), WORKSPACE_SK)
+            .await?
+            .map(|item| Workspace { id, name: field_s(&item, "name").unwrap_or_default().to_owned() }))
     }
 
     /// Creates an agent in a workspace; `agent_id` is generated unless given (fixtures).
@@ -124,7 +130,13 @@ impl Directory {
         };
         let put = |item: Item| -> Result<TransactWriteItem, StoreError> {
             Ok(TransactWriteItem::builder()
-                .put(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build()?)
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(item))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .build()?,
+                )
                 .build())
         };
         let items = vec![
@@ -226,7 +238,10 @@ impl Directory {
             ("sk".into(), s(CREDENTIAL_SK)),
             ("kind".into(), s(Kind::Session.as_str())),
             ("user".into(), s(user)),
-            ("workspaces".into(), aws_sdk_dynamodb::types::AttributeValue::Ns(workspaces.iter().map(u64::to_string).collect())),
+            (
+                "workspaces".into(),
+                aws_sdk_dynamodb::types::AttributeValue::Ns(workspaces.iter().map(u64::to_string).collect()),
+            ),
             ("public_id".into(), s(secret.public_id.clone())),
             ("created_at".into(), n(now_s())),
             // Also the table's TTL attribute: expired sessions disappear by themselves.
@@ -236,7 +251,13 @@ impl Directory {
         Ok(Issued { token: secret.token, public_id: secret.public_id, expires_at: Some(expires_at) })
     }
 
-    async fn put_credential(&self, secret: &Secret, kind: Kind, credential: Item, listing: Option<Item>) -> Result<(), AdminError> {
+    async fn put_credential(
+        &self,
+        secret: &Secret,
+        kind: Kind,
+        credential: Item,
+        listing: Option<Item>,
+    ) -> Result<(), AdminError> {
         let mut pointer = Item::from([
             ("pk".into(), s(credential_id_pk(&secret.public_id))),
             ("sk".into(), s(CREDENTIAL_SK)),
@@ -248,7 +269,13 @@ impl Directory {
         }
         let put = |item: Item| -> Result<TransactWriteItem, StoreError> {
             Ok(TransactWriteItem::builder()
-                .put(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build()?)
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(item))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .build()?,
+                )
                 .build())
         };
         let mut items = vec![put(credential)?, put(pointer)?];

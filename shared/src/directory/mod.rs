@@ -14,7 +14,7 @@ pub mod item_keys;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_sdk_dynamodb::types::{KeysAndAttributes, AttributeValue};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 
 use crate::call::Operation;
@@ -134,10 +134,7 @@ impl Directory {
                 }
             }
         }
-        Ok(Lookup {
-            credential: found.remove(&credential_key),
-            agent: agent_key.and_then(|k| found.remove(&k)),
-        })
+        Ok(Lookup { credential: found.remove(&credential_key), agent: agent_key.and_then(|k| found.remove(&k)) })
     }
 
     async fn batch_get(&self, pks: &[&str]) -> Result<Vec<Item>, StoreError> {

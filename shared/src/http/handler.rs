@@ -14,7 +14,7 @@ use crate::api::{Code, Problem, Violation};
 use crate::call::{self, CallDocument, Operation};
 use crate::directory::credentials::{token_from_headers, Denied};
 use crate::directory::{AgentRef, Lookup, Principal};
-use crate::store::{Outcome, Owner, Stored, StoreError};
+use crate::store::{Outcome, Owner, StoreError, Stored};
 
 /// Answers one request to `operation`'s endpoint. Never panics on anything a request
 /// holds; every response carries `X-Request-Id`.
@@ -74,7 +74,10 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
     match operation {
         Operation::CreateCall => {
             let query = query(request);
-            let agent = query.as_ref().ok().map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
+            let agent = query
+                .as_ref()
+                .ok()
+                .map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
             let lookup = lookup(app, token, agent).await?;
             let principal = lookup.authenticate(operation).map_err(denied)?;
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
@@ -116,7 +119,8 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
                 None => None,
             };
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
-            let agent = agent.ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
+            let agent = agent
+                .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
             store(app, workspace_id, &agent.id, &doc, body, log).await
         }
     }
@@ -126,7 +130,14 @@ async fn lookup(app: &App, token: &str, agent: Option<AgentRef<'_>>) -> Result<L
     app.directory.lookup(token, agent).await.map_err(store_problem)
 }
 
-async fn store(app: &App, workspace_id: u64, agent_id: &str, doc: &CallDocument, raw: &[u8], log: &mut RequestLog) -> Result<Reply, Problem> {
+async fn store(
+    app: &App,
+    workspace_id: u64,
+    agent_id: &str,
+    doc: &CallDocument,
+    raw: &[u8],
+    log: &mut RequestLog,
+) -> Result<Reply, Problem> {
     let stored = app.store.put_call(Owner { workspace_id, agent_id }, doc, raw).await.map_err(store_problem)?;
     log.stored = Some(stored);
     Ok(Reply { stored, call_id: doc.call_id().to_owned() })
@@ -141,11 +152,21 @@ fn body_problem(app: &App, request: &Request) -> Option<Problem> {
         .and_then(|v| v.trim().parse::<u64>().ok());
     let limit = app.config.max_body_bytes;
     if request.body().len() > limit || declared.is_some_and(|d| d > limit as u64) {
-        return Some(Problem::new(413, "payload-too-large", "Request body too large", format!("the body must be at most {limit} bytes")));
+        return Some(Problem::new(
+            413,
+            "payload-too-large",
+            "Request body too large",
+            format!("the body must be at most {limit} bytes"),
+        ));
     }
     if let Some(content_type) = request.headers().get(header::CONTENT_TYPE) {
         if !is_json(content_type.to_str().unwrap_or_default()) {
-            return Some(Problem::new(415, "unsupported-media-type", "Unsupported media type", "the body must be application/json"));
+            return Some(Problem::new(
+                415,
+                "unsupported-media-type",
+                "Unsupported media type",
+                "the body must be application/json",
+            ));
         }
     }
     None
@@ -194,9 +215,18 @@ fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
 
 fn denied(d: Denied) -> Problem {
     match d {
-        Denied::Unauthorized => Problem::new(401, "unauthorized", "Unauthorized", "send a valid credential: Authorization: Bearer <API key>"),
-        Denied::Forbidden => Problem::new(403, "forbidden", "Forbidden", "the credential is not valid for this workspace"),
-        Denied::AgentNotFound => Problem::new(404, "agent-not-found", "Agent not found", "no such agent in this workspace"),
+        Denied::Unauthorized => Problem::new(
+            401,
+            "unauthorized",
+            "Unauthorized",
+            "send a valid credential: Authorization: Bearer <API key>",
+        ),
+        Denied::Forbidden => {
+            Problem::new(403, "forbidden", "Forbidden", "the credential is not valid for this workspace")
+        }
+        Denied::AgentNotFound => {
+            Problem::new(404, "agent-not-found", "Agent not found", "no such agent in this workspace")
+        }
     }
 }
 
@@ -204,11 +234,21 @@ fn store_problem(e: StoreError) -> Problem {
     match e {
         StoreError::Unavailable(reason) => {
             tracing::warn!(%reason, "storage unavailable");
-            Problem::new(503, "unavailable", "Service unavailable", "storage is busy or unreachable; retry the same request")
+            Problem::new(
+                503,
+                "unavailable",
+                "Service unavailable",
+                "storage is busy or unreachable; retry the same request",
+            )
         }
         StoreError::Internal(reason) => {
             tracing::error!(%reason, "storage failed");
-            Problem::new(500, "internal", "Internal error", "the call could not be stored; quote the request id when reporting this")
+            Problem::new(
+                500,
+                "internal",
+                "Internal error",
+                "the call could not be stored; quote the request id when reporting this",
+            )
         }
     }
 }
@@ -226,7 +266,9 @@ fn request_id(request: &Request) -> String {
         Some(RequestContext::ApiGatewayV1(c)) => c.request_id.clone(),
         _ => None,
     };
-    from_gateway.filter(|id| !id.is_empty()).unwrap_or_else(|| crate::store::random_hex(16).unwrap_or_else(|_| "unknown".into()))
+    from_gateway
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| crate::store::random_hex(16).unwrap_or_else(|_| "unknown".into()))
 }
 
 #[cfg(test)]

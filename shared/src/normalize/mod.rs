@@ -46,7 +46,8 @@ pub fn create_call(mut call: CreateCall) -> CallDocument {
 /// Normalises a validated operation A body into the same shape: transcript items become
 /// segments, ISO times milliseconds, the metadata object `general_meta_data_raw`.
 pub fn send_call_data(request: SendCallData) -> CallDocument {
-    let start = request.started_at.as_deref().and_then(timestamps::rfc3339_millis).and_then(|ms| u64::try_from(ms).ok());
+    let start =
+        request.started_at.as_deref().and_then(timestamps::rfc3339_millis).and_then(|ms| u64::try_from(ms).ok());
     let end = request.ended_at.as_deref().and_then(timestamps::rfc3339_millis).and_then(|ms| u64::try_from(ms).ok());
     let metadata = request.metadata.unwrap_or_default();
     let duration = match metadata.duration_seconds {

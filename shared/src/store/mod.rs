@@ -15,11 +15,11 @@ pub mod tables;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Put, PutRequest, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update, WriteRequest,
 };
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::Client;
 
 use crate::call::CallDocument;
@@ -299,7 +299,11 @@ impl Store {
         for batch in chunks.chunks(16) {
             let mut pending: Vec<WriteRequest> = batch
                 .iter()
-                .map(|c| Ok(WriteRequest::builder().put_request(PutRequest::builder().set_item(Some(c.clone())).build()?).build()))
+                .map(|c| {
+                    Ok(WriteRequest::builder()
+                        .put_request(PutRequest::builder().set_item(Some(c.clone())).build()?)
+                        .build())
+                })
                 .collect::<Result<_, StoreError>>()?;
             for attempt in 0..MAX_ATTEMPTS {
                 if pending.is_empty() {
@@ -354,10 +358,15 @@ impl Store {
             return match result {
                 Ok(_) => Ok(None),
                 Err(SdkError::ServiceError(se))
-                    if matches!(se.err(), aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)) =>
+                    if matches!(
+                        se.err(),
+                        aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)
+                    ) =>
                 {
                     match se.into_err() {
-                        aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => Ok(Some(c.item)),
+                        aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c) => {
+                            Ok(Some(c.item))
+                        }
                         _ => Ok(Some(None)),
                     }
                 }
@@ -393,7 +402,13 @@ impl Store {
         let bytes = sub.bytes + item_size(&kept);
         let mut items = vec![
             TransactWriteItem::builder()
-                .put(Put::builder().table_name(&self.table).set_item(Some(kept)).condition_expression("attribute_not_exists(pk)").build()?)
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(kept))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .build()?,
+                )
                 .build(),
             TransactWriteItem::builder()
                 .put(
@@ -408,7 +423,9 @@ impl Store {
         ];
         items.extend(self.confirm_chunks(sub)?);
         Ok(match self.transact(items).await? {
-            true => Ok(Stored { id, outcome: Outcome::Revised, revision: revision + 1, bytes_written: bytes, requests: 0 }),
+            true => {
+                Ok(Stored { id, outcome: Outcome::Revised, revision: revision + 1, bytes_written: bytes, requests: 0 })
+            }
             false => Err(()),
         })
     }

@@ -49,7 +49,12 @@ pub struct CallSummary {
 
 impl Store {
     /// The call `call_id` of `workspace_id`, or `None`.
-    pub async fn get_call(&self, workspace_id: u64, call_id: &str, with_revisions: bool) -> Result<Option<StoredCall>, StoreError> {
+    pub async fn get_call(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        with_revisions: bool,
+    ) -> Result<Option<StoredCall>, StoreError> {
         let pk = call_pk(workspace_id, call_id);
         let Some(head) = self.head(&pk).await? else {
             return Ok(None);
@@ -95,7 +100,12 @@ impl Store {
     }
 
     /// The latest `limit` calls of an agent, newest first.
-    pub async fn list_calls(&self, workspace_id: u64, agent_id: &str, limit: i32) -> Result<Vec<CallSummary>, StoreError> {
+    pub async fn list_calls(
+        &self,
+        workspace_id: u64,
+        agent_id: &str,
+        limit: i32,
+    ) -> Result<Vec<CallSummary>, StoreError> {
         let out = self
             .client
             .query()
@@ -129,7 +139,8 @@ impl Store {
         let frame = match get_b(item, "body") {
             Some(body) => body.to_vec(),
             None => {
-                let nonce = get_s(item, "chunk_nonce").ok_or_else(|| StoreError::Internal("item has neither body nor chunks".into()))?;
+                let nonce = get_s(item, "chunk_nonce")
+                    .ok_or_else(|| StoreError::Internal("item has neither body nor chunks".into()))?;
                 let expected = get_u64(item, "chunks").unwrap_or_default() as usize;
                 let chunks = self.query_prefix(pk, &chunk_prefix(nonce)).await?;
                 if chunks.len() != expected {

@@ -62,7 +62,8 @@ pub const BY_AGENT_START: Index = Index {
 };
 
 /// The Calls table.
-pub const CALLS: TableDef = TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_AGENT_START], stream_new_images: true };
+pub const CALLS: TableDef =
+    TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_AGENT_START], stream_new_images: true };
 /// The Directory table.
 pub const DIRECTORY: TableDef = TableDef { logical_id: "DirectoryTable", indexes: &[], stream_new_images: false };
 
@@ -97,8 +98,9 @@ impl TableDef {
             .billing_mode(BillingMode::PayPerRequest)
             .set_key_schema(Some(key(PK, Some(SK))?));
         for (attribute, k) in self.key_attributes() {
-            request = request
-                .attribute_definitions(AttributeDefinition::builder().attribute_name(attribute).attribute_type(kind(k)).build()?);
+            request = request.attribute_definitions(
+                AttributeDefinition::builder().attribute_name(attribute).attribute_type(kind(k)).build()?,
+            );
         }
         for index in self.indexes {
             let projection = match index.include {
@@ -132,7 +134,9 @@ impl TableDef {
         client
             .update_time_to_live()
             .table_name(name)
-            .time_to_live_specification(TimeToLiveSpecification::builder().attribute_name(TTL_ATTRIBUTE).enabled(true).build()?)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder().attribute_name(TTL_ATTRIBUTE).enabled(true).build()?,
+            )
             .send()
             .await
             .map(|_| ())

@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::pointer::Pointer;
 use crate::api::create_call::Segment;
+use crate::api::number::MAX_SAFE_INTEGER;
 use crate::api::problem::preview;
 use crate::api::{Code, CreateCall, Number, SendCallData, Violation};
-use crate::api::number::MAX_SAFE_INTEGER;
 use crate::normalize::{self, timestamps};
 
 /// Cross-field rules of operation B.

@@ -19,10 +19,7 @@ pub fn error(code: Code, message: impl Display) -> garde::Error {
 
 /// Splits a garde message into our code and the message.
 pub fn decode(message: &str) -> (Code, &str) {
-    message
-        .split_once(SEP)
-        .and_then(|(code, msg)| Some((Code::parse(code)?, msg)))
-        .unwrap_or((Code::Format, message))
+    message.split_once(SEP).and_then(|(code, msg)| Some((Code::parse(code)?, msg))).unwrap_or((Code::Format, message))
 }
 
 fn encoded(code: Code, message: impl Display) -> Cow<'static, str> {

@@ -65,7 +65,11 @@ pub fn from_garde_path(path: &str, names: &[&[(&str, &'static str)]]) -> String 
         match part.strip_suffix(']') {
             Some(index) => out.push_str(index),
             None => out.push_str(
-                names.iter().flat_map(|list| list.iter()).find(|(rust, _)| *rust == part).map_or(part, |(_, json)| json),
+                names
+                    .iter()
+                    .flat_map(|list| list.iter())
+                    .find(|(rust, _)| *rust == part)
+                    .map_or(part, |(_, json)| json),
             ),
         }
     }
@@ -93,7 +97,10 @@ mod tests {
             "/transcript_with_tool_calls/3/words/0/end_ms"
         );
         assert_eq!(from_garde_path("call_id", &[]), "/call_id");
-        assert_eq!(from_garde_path("metadata.duration_seconds", &[&[("duration_seconds", "durationSeconds")]]), "/metadata/durationSeconds");
+        assert_eq!(
+            from_garde_path("metadata.duration_seconds", &[&[("duration_seconds", "durationSeconds")]]),
+            "/metadata/durationSeconds"
+        );
         assert_eq!(from_garde_path("", &[]), "");
     }
 }

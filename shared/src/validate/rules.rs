@@ -18,10 +18,9 @@ pub fn sentiment(value: &Option<String>, _: &()) -> garde::Result {
 /// A segment's `role`: one of the five the contract names.
 pub fn segment_role(value: &Option<String>, _: &()) -> garde::Result {
     match value {
-        Some(s) if !SEGMENT_ROLES.contains(&s.as_str()) => Err(error(
-            Code::OneOf,
-            "must be one of user, agent, agent_function, agent_result, node_transition",
-        )),
+        Some(s) if !SEGMENT_ROLES.contains(&s.as_str()) => {
+            Err(error(Code::OneOf, "must be one of user, agent, agent_function, agent_result, node_transition"))
+        }
         _ => Ok(()),
     }
 }

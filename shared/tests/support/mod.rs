@@ -38,9 +38,8 @@ pub fn endpoint() -> String {
 }
 
 fn start() -> Server {
-    let python = std::env::var("CALL_INGEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root().join(".venv/bin/python"));
+    let python =
+        std::env::var("CALL_INGEST_PYTHON").map(PathBuf::from).unwrap_or_else(|_| root().join(".venv/bin/python"));
     let mut child = Command::new(&python)
         .arg(root().join("scripts/local_dynamodb.py"))
         .args(["--port", "0", "--watch-stdin"])
@@ -48,27 +47,13 @@ fn start() -> Server {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot start {} (run `make venv` first): {e}",
-                python.display()
-            )
-        });
+        .unwrap_or_else(|e| panic!("cannot start {} (run `make venv` first): {e}", python.display()));
     let stdout = child.stdout.take().expect("piped stdout");
     let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("local DynamoDB said nothing");
-    let port = line
-        .trim()
-        .strip_prefix("READY ")
-        .unwrap_or_else(|| panic!("local DynamoDB did not start: {line:?}"));
+    BufReader::new(stdout).read_line(&mut line).expect("local DynamoDB said nothing");
+    let port = line.trim().strip_prefix("READY ").unwrap_or_else(|| panic!("local DynamoDB did not start: {line:?}"));
     let stdin = child.stdin.take().expect("piped stdin");
-    Server {
-        endpoint: format!("http://127.0.0.1:{port}"),
-        _child: Mutex::new(child),
-        _stdin: Mutex::new(stdin),
-    }
+    Server { endpoint: format!("http://127.0.0.1:{port}"), _child: Mutex::new(child), _stdin: Mutex::new(stdin) }
 }
 
 /// A client of the local DynamoDB, with the production timeouts and retries.
@@ -91,44 +76,24 @@ pub struct Tables {
 impl Tables {
     pub async fn new() -> Tables {
         static N: AtomicU64 = AtomicU64::new(0);
-        let tag = format!(
-            "{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        );
+        let tag = format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
         let client = client().await;
         let calls = format!("calls-test-{tag}");
         let directory = format!("directory-test-{tag}");
-        tables::CALLS
-            .create(&client, &calls)
-            .await
-            .expect("create calls table");
-        tables::DIRECTORY
-            .create(&client, &directory)
-            .await
-            .expect("create directory table");
-        Tables {
-            client,
-            calls,
-            directory,
-        }
+        tables::CALLS.create(&client, &calls).await.expect("create calls table");
+        tables::DIRECTORY.create(&client, &directory).await.expect("create directory table");
+        Tables { client, calls, directory }
     }
 
     /// Configuration pointing at these tables; `extra` overrides other variables.
     pub fn config(&self, extra: &[(&str, &str)]) -> Config {
         let calls = self.calls.clone();
         let directory = self.directory.clone();
-        let extra: Vec<(String, String)> = extra
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let extra: Vec<(String, String)> = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(move |name| match name {
             "CALLS_TABLE" => Some(calls.clone()),
             "DIRECTORY_TABLE" => Some(directory.clone()),
-            _ => extra
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone()),
+            _ => extra.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
         })
         .expect("test configuration")
     }
@@ -143,14 +108,7 @@ impl Tables {
         let mut items = Vec::new();
         let mut start = None;
         loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(table)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .expect("scan");
+            let out = self.client.scan().table_name(table).set_exclusive_start_key(start).send().await.expect("scan");
             items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() {

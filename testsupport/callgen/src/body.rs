@@ -5,12 +5,7 @@ use crate::rng::Rng;
 use crate::timeline::{round, timeline};
 
 /// Operation B (create-call) body.
-pub(crate) fn create_call(
-    rng: &mut Rng,
-    limit_ms: Option<f64>,
-    target: Option<usize>,
-    call_id: &str,
-) -> J {
+pub(crate) fn create_call(rng: &mut Rng, limit_ms: Option<f64>, target: Option<usize>, call_id: &str) -> J {
     let (segs, end_ms) = timeline(rng, limit_ms, target);
     let start = 1_763_700_000 + rng.randint(0, 5_000_000); // seconds, Nov 2025 onwards
     obj! {
@@ -59,14 +54,8 @@ pub(crate) fn send_call_data(rng: &mut Rng, limit_ms: f64, call_id: &str) -> J {
             continue;
         };
         if role == "agent" || role == "user" {
-            let timestamp = format!(
-                "2026-11-21T10:{:02}:{:02}Z",
-                (ms / 60_000) % 60,
-                (ms / 1000) % 60
-            );
-            items.push(
-                obj! { "role": role.as_str(), "content": text.as_str(), "timestamp": timestamp },
-            );
+            let timestamp = format!("2026-11-21T10:{:02}:{:02}Z", (ms / 60_000) % 60, (ms / 1000) % 60);
+            items.push(obj! { "role": role.as_str(), "content": text.as_str(), "timestamp": timestamp });
         }
     }
     obj! {

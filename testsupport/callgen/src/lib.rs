@@ -36,22 +36,14 @@ pub struct Options {
 impl Default for Options {
     /// A 10-minute call with seed 1, like gen_call.py without arguments.
     fn default() -> Self {
-        Options {
-            size: Size::Minutes(10.0),
-            seed: 1,
-            call_id: None,
-        }
+        Options { size: Size::Minutes(10.0), seed: 1, call_id: None }
     }
 }
 
 const DEFAULT_MINUTES: f64 = 10.0;
 
 fn minutes_ms(minutes: f64) -> f64 {
-    let m = if minutes.is_finite() && minutes > 0.0 {
-        minutes
-    } else {
-        DEFAULT_MINUTES
-    };
+    let m = if minutes.is_finite() && minutes > 0.0 { minutes } else { DEFAULT_MINUTES };
     m * 60_000.0
 }
 
@@ -95,20 +87,12 @@ pub fn send_call_data(opts: &Options) -> Vec<u8> {
 
 /// Operation B body for a call of `minutes` minutes (benchmarks use 10 and 60 with seed 1).
 pub fn create_call_minutes(minutes: f64, seed: u64) -> Vec<u8> {
-    create_call(&Options {
-        size: Size::Minutes(minutes),
-        seed,
-        call_id: None,
-    })
+    create_call(&Options { size: Size::Minutes(minutes), seed, call_id: None })
 }
 
 /// Operation B body of about `bytes` bytes (benchmarks use 5_800_000 with seed 3).
 pub fn create_call_bytes(bytes: usize, seed: u64) -> Vec<u8> {
-    create_call(&Options {
-        size: Size::Bytes(bytes),
-        seed,
-        call_id: None,
-    })
+    create_call(&Options { size: Size::Bytes(bytes), seed, call_id: None })
 }
 
 #[cfg(test)]

@@ -37,10 +37,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String>
             }
             "--bytes" => {
                 let v = value()?;
-                bytes = Some(
-                    v.parse::<usize>()
-                        .map_err(|_| format!("bad --bytes {v:?}"))?,
-                );
+                bytes = Some(v.parse::<usize>().map_err(|_| format!("bad --bytes {v:?}"))?);
             }
             "--seed" => {
                 let v = value()?;
@@ -56,11 +53,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String>
         (_, Some(b)) => Size::Bytes(b),
         (m, None) => Size::Minutes(m.unwrap_or(10.0)),
     };
-    let opts = Options {
-        size,
-        seed,
-        call_id,
-    };
+    let opts = Options { size, seed, call_id };
     Ok(Some(Args { op_a, opts }))
 }
 
@@ -76,11 +69,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let body = if args.op_a {
-        callgen::send_call_data(&args.opts)
-    } else {
-        callgen::create_call(&args.opts)
-    };
+    let body = if args.op_a { callgen::send_call_data(&args.opts) } else { callgen::create_call(&args.opts) };
     let mut out = std::io::stdout().lock();
     match out.write_all(&body).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,

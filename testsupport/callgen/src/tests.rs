@@ -8,12 +8,7 @@ fn parse(bytes: &[u8]) -> Value {
 }
 
 fn keys(v: &Value) -> Vec<&str> {
-    let mut k: Vec<&str> = v
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let mut k: Vec<&str> = v.as_object().expect("object").keys().map(String::as_str).collect();
     k.sort_unstable();
     k
 }
@@ -25,9 +20,7 @@ fn sorted<'a>(k: &[&'a str]) -> Vec<&'a str> {
 }
 
 fn segments(v: &Value) -> &Vec<Value> {
-    v["transcript_with_tool_calls"]
-        .as_array()
-        .expect("segments array")
+    v["transcript_with_tool_calls"].as_array().expect("segments array")
 }
 
 fn num(v: &Value) -> u64 {
@@ -38,12 +31,7 @@ fn num(v: &Value) -> u64 {
 fn same_seed_same_bytes_and_seeds_differ() {
     assert_eq!(create_call_minutes(10.0, 7), create_call_minutes(10.0, 7));
     assert_ne!(create_call_minutes(10.0, 7), create_call_minutes(10.0, 8));
-    let a = |seed| {
-        send_call_data(&Options {
-            seed,
-            ..Options::default()
-        })
-    };
+    let a = |seed| send_call_data(&Options { seed, ..Options::default() });
     assert_eq!(a(7), a(7));
     assert_ne!(a(7), a(8));
 }
@@ -81,25 +69,16 @@ fn create_call_has_gen_call_fields_in_order() {
     assert!(text.ends_with("-mc.wav\"}"));
     assert!(num(&v["end_timestamp"]) >= num(&v["start_timestamp"]));
     let usage = &v["metadata"]["usage_token"];
-    assert_eq!(
-        keys(usage),
-        ["llm_token", "stt_duration_seconds", "tts_characters_count"]
-    );
+    assert_eq!(keys(usage), ["llm_token", "stt_duration_seconds", "tts_characters_count"]);
     assert!(v["call_cost"].is_f64());
 }
 
 #[test]
 fn ten_minute_call_ends_near_600_seconds() {
     let v = parse(&create_call_minutes(10.0, 1));
-    let last_end = segments(&v)
-        .iter()
-        .filter_map(|s| s["end_ms"].as_u64())
-        .max()
-        .unwrap_or(0);
+    let last_end = segments(&v).iter().filter_map(|s| s["end_ms"].as_u64()).max().unwrap_or(0);
     assert!((580_000..=625_000).contains(&last_end), "{last_end}");
-    let secs = v["metadata"]["usage_token"]["stt_duration_seconds"]
-        .as_f64()
-        .unwrap_or(0.0);
+    let secs = v["metadata"]["usage_token"]["stt_duration_seconds"].as_f64().unwrap_or(0.0);
     assert!((600.0..=625.0).contains(&secs), "{secs}");
 }
 
@@ -154,28 +133,14 @@ fn sixty_minute_call_is_well_formed() {
         };
         assert_eq!(keys(s), fields);
     }
-    assert!(
-        functions > 0 && transitions > 0,
-        "{functions} {transitions}"
-    );
+    assert!(functions > 0 && transitions > 0, "{functions} {transitions}");
 }
 
 #[test]
 fn send_call_data_has_gen_call_fields() {
-    let opts = Options {
-        size: Size::Minutes(5.0),
-        seed: 2,
-        call_id: Some("c-1".into()),
-    };
+    let opts = Options { size: Size::Minutes(5.0), seed: 2, call_id: Some("c-1".into()) };
     let v = parse(&send_call_data(&opts));
-    let expected = [
-        "agentId",
-        "callId",
-        "endedAt",
-        "metadata",
-        "startedAt",
-        "transcript",
-    ];
+    let expected = ["agentId", "callId", "endedAt", "metadata", "startedAt", "transcript"];
     assert_eq!(keys(&v), expected);
     assert_eq!(v["callId"], "c-1");
     let items = v["transcript"].as_array().expect("transcript");
@@ -183,15 +148,9 @@ fn send_call_data_has_gen_call_fields() {
     for item in items {
         assert_eq!(keys(item), ["content", "role", "timestamp"]);
         let ts = item["timestamp"].as_str().expect("timestamp");
-        assert!(
-            ts.starts_with("2026-11-21T10:") && ts.ends_with('Z') && ts.len() == 20,
-            "{ts}"
-        );
+        assert!(ts.starts_with("2026-11-21T10:") && ts.ends_with('Z') && ts.len() == 20, "{ts}");
     }
     // Operation A is sized in minutes; Size::Bytes means the default 10 minutes.
-    let bytes = Options {
-        size: Size::Bytes(1),
-        ..Options::default()
-    };
+    let bytes = Options { size: Size::Bytes(1), ..Options::default() };
     assert_eq!(send_call_data(&bytes), send_call_data(&Options::default()));
 }

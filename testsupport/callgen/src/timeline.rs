@@ -46,19 +46,14 @@ fn utterance(rng: &mut Rng, vocab: &[&str], start_ms: u64, n_words: u64) -> (Str
         let word = rng.choice(vocab);
         let dur = rng.randint(120, 420);
         let confidence = round(rng.uniform(0.72, 0.999), 3);
-        words.push(
-            obj! { "word": word, "start_ms": t, "end_ms": t + dur, "confidence": confidence },
-        );
+        words.push(obj! { "word": word, "start_ms": t, "end_ms": t + dur, "confidence": confidence });
         said.push(word);
         t += dur + rng.randint(0, 90);
     }
     // Python's str.capitalize(): first letter upper, the rest lower.
     let lower = said.join(" ").to_lowercase();
     let mut chars = lower.chars();
-    let mut text: String = chars
-        .next()
-        .map(|c| c.to_uppercase().collect())
-        .unwrap_or_default();
+    let mut text: String = chars.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
     text.extend(chars);
     text.push('.');
     (text, J::Arr(words), t)
@@ -82,11 +77,7 @@ fn segment_metadata(rng: &mut Rng, role: &str) -> J {
 
 /// Segments until `limit_ms` of call time or about `target_bytes` of JSON (whichever
 /// limits are given), and the final time in ms.
-pub(crate) fn timeline(
-    rng: &mut Rng,
-    limit_ms: Option<f64>,
-    target: Option<usize>,
-) -> (Vec<J>, u64) {
+pub(crate) fn timeline(rng: &mut Rng, limit_ms: Option<f64>, target: Option<usize>) -> (Vec<J>, u64) {
     let vocab: Vec<&str> = WORDS.split_whitespace().collect();
     let (mut segs, mut t, mut node, mut role, mut approx) = (Vec::new(), 0, 0, "agent", 0);
     while !(limit_ms.is_some_and(|l| t as f64 >= l) || target.is_some_and(|b| approx >= b)) {
@@ -114,9 +105,7 @@ pub(crate) fn timeline(
                 "metadata": obj! {},
             });
             let failed = rng.random() < 0.1;
-            let slots: Vec<J> = (9..9 + rng.randint(0, 6))
-                .map(|h| format!("{h}:00").into())
-                .collect();
+            let slots: Vec<J> = (9..9 + rng.randint(0, 6)).map(|h| format!("{h}:00").into()).collect();
             let status = if failed { "error" } else { "ok" };
             let result = obj! { "status": status, "data": obj! { "slots": slots } };
             segs.push(obj! {
