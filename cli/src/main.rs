@@ -89,7 +89,7 @@ async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
     let app = App::new(config, dynamodb_client().await);
     // Without a region the SDK fails every request with a long construction error; say
     // what is missing instead.
-    if app.store.client().config().region().is_none() {
+    if app.store().client().config().region().is_none() {
         bail!("no AWS region configured: set AWS_REGION");
     }
     match noun {

@@ -153,7 +153,7 @@ async fn operator_workflow_end_to_end() {
     // authorizes the agent.
     let app = tables.app(&[("DIRECTORY_CACHE_TTL_SECS", "0")]);
     let lookup = app
-        .directory
+        .directory()
         .lookup(&token, Some(AgentRef::Remote { workspace_id: ws, remote_id: "front-desk" }))
         .await
         .expect("lookup");
@@ -167,7 +167,7 @@ async fn operator_workflow_end_to_end() {
     let raw = BODY.as_bytes();
     let doc = call_ingest::call::ingest(Operation::CreateCall, raw).expect("the test body is valid");
     let owner = Owner { workspace_id: ws, agent_id: &agent_id };
-    let stored = app.store.put_call(owner, &doc, raw).await.expect("put_call");
+    let stored = app.store().put_call(owner, &doc, raw).await.expect("put_call");
     let id_arg = stored.id.to_string();
 
     let got = cli.json(&["call", "get", "--workspace", ws_arg, "--call-id", "cli-call-0001"]);
@@ -192,7 +192,7 @@ async fn operator_workflow_end_to_end() {
     // A new version: the earlier one is a revision.
     let revised_body = BODY.replace("call_ended", "call_analyzed");
     let revised = call_ingest::call::ingest(Operation::CreateCall, revised_body.as_bytes()).expect("valid");
-    app.store.put_call(owner, &revised, revised_body.as_bytes()).await.expect("revise");
+    app.store().put_call(owner, &revised, revised_body.as_bytes()).await.expect("revise");
     let history = cli.json(&["call", "get", "--id", &id_arg, "--revisions", "--raw"]);
     assert_eq!(history["current"]["document"]["call"]["call_status"], "call_analyzed");
     assert_eq!(history["raw"], revised_body.as_str());
@@ -232,7 +232,7 @@ async fn operator_workflow_end_to_end() {
     assert_eq!(revoked["public_id"], public_id.as_str());
     let keys = cli.json(&["key", "list", "--workspace", ws_arg]);
     assert!(keys["keys"][0]["revoked_at"].is_u64(), "{keys}");
-    let lookup = app.directory.lookup(&token, None).await.expect("lookup");
+    let lookup = app.directory().lookup(&token, None).await.expect("lookup");
     assert_eq!(lookup.authenticate(Operation::CreateCall), Err(Denied::Unauthorized));
     // A key is not revoked through `session revoke`, nor a missing one at all.
     cli.fails(&["session", "revoke", &public_id], 1);
@@ -248,7 +248,7 @@ async fn operator_workflow_end_to_end() {
         .to_owned();
     assert_eq!(out.matches(&session).count(), 1, "{out}");
     assert!(out.contains("not be shown again"), "{out}");
-    match app.directory.lookup(&session, None).await.expect("lookup").authenticate(Operation::CreateCall) {
+    match app.directory().lookup(&session, None).await.expect("lookup").authenticate(Operation::CreateCall) {
         Ok(Principal::Session { user, workspaces, .. }) => assert_eq!((user.as_str(), workspaces), ("alice", vec![ws])),
         other => panic!("session did not authenticate: {other:?}"),
     }
@@ -259,7 +259,7 @@ async fn operator_workflow_end_to_end() {
     assert_eq!(json_session["workspaces"], serde_json::json!([ws]));
     let revoked = cli.json(&["session", "revoke", &session]);
     assert_eq!(revoked["public_id"], &session[..12]);
-    let lookup = app.directory.lookup(&session, None).await.expect("lookup");
+    let lookup = app.directory().lookup(&session, None).await.expect("lookup");
     assert_eq!(lookup.authenticate(Operation::CreateCall), Err(Denied::Unauthorized));
 
     tables.delete().await;

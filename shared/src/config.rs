@@ -112,33 +112,43 @@ pub fn dynamodb_client_with(
     aws_sdk_dynamodb::Client::from_conf(builder.build())
 }
 
-/// The functions' DynamoDB client, from the environment Lambda provides: `AWS_REGION`,
+/// The functions' DynamoDB settings, from the environment Lambda provides: `AWS_REGION`,
 /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, and optionally
 /// `AWS_ENDPOINT_URL_DYNAMODB` for a local server. Not aws-config's whole provider chain
 /// (profiles, SSO, STS): the functions never need it, and it would be a third of their
 /// binary. `callctl` uses that chain instead.
-pub fn dynamodb_client_from_env() -> Result<aws_sdk_dynamodb::Client, ConfigError> {
-    dynamodb_client_from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+#[derive(Debug, Clone)]
+pub struct EnvClient {
+    region: String,
+    credentials: Credentials,
+    endpoint: Option<String>,
 }
 
-fn dynamodb_client_from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<aws_sdk_dynamodb::Client, ConfigError> {
-    let required = |name: &'static str| {
-        get(name).ok_or(ConfigError { name, value: String::new(), reason: "must be set (Lambda sets it)" })
-    };
-    let region = get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION")).ok_or(ConfigError {
-        name: "AWS_REGION",
-        value: String::new(),
-        reason: "must be set (Lambda sets it)",
-    })?;
-    let credentials = Credentials::new(
-        required("AWS_ACCESS_KEY_ID")?,
-        required("AWS_SECRET_ACCESS_KEY")?,
-        get("AWS_SESSION_TOKEN"),
-        None,
-        "environment",
-    );
-    let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
-    Ok(dynamodb_client_with(endpoint.as_deref(), &region, credentials))
+impl EnvClient {
+    /// Reads and checks the settings (no I/O).
+    pub fn from_env() -> Result<EnvClient, ConfigError> {
+        EnvClient::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<EnvClient, ConfigError> {
+        let missing =
+            |name: &'static str| ConfigError { name, value: String::new(), reason: "must be set (Lambda sets it)" };
+        let region = get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION")).ok_or_else(|| missing("AWS_REGION"))?;
+        let credentials = Credentials::new(
+            get("AWS_ACCESS_KEY_ID").ok_or_else(|| missing("AWS_ACCESS_KEY_ID"))?,
+            get("AWS_SECRET_ACCESS_KEY").ok_or_else(|| missing("AWS_SECRET_ACCESS_KEY"))?,
+            get("AWS_SESSION_TOKEN"),
+            None,
+            "environment",
+        );
+        let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
+        Ok(EnvClient { region, credentials, endpoint })
+    }
+
+    /// Builds the client (this loads the TLS trust store).
+    pub fn client(&self) -> aws_sdk_dynamodb::Client {
+        dynamodb_client_with(self.endpoint.as_deref(), &self.region, self.credentials.clone())
+    }
 }
 
 #[cfg(test)]
@@ -166,17 +176,16 @@ mod tests {
         let env = |vars: &'static [(&'static str, &'static str)]| {
             move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         };
-        assert!(
-            dynamodb_client_from_lookup(env(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")])).is_err()
-        );
-        assert!(dynamodb_client_from_lookup(env(&[("AWS_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "a")])).is_err());
-        let client = dynamodb_client_from_lookup(env(&[
+        assert!(EnvClient::from_lookup(env(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")])).is_err());
+        assert!(EnvClient::from_lookup(env(&[("AWS_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "a")])).is_err());
+        let client = EnvClient::from_lookup(env(&[
             ("AWS_REGION", "eu-west-1"),
             ("AWS_ACCESS_KEY_ID", "a"),
             ("AWS_SECRET_ACCESS_KEY", "b"),
             ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000"),
         ]))
-        .unwrap();
+        .unwrap()
+        .client();
         assert_eq!(client.config().region().map(|r| r.as_ref()), Some("eu-west-1"));
     }
 

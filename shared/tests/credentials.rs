@@ -27,7 +27,7 @@ const REMOTE2: &str = "agent-two";
 async fn fixture(cache_secs: &str) -> Fixture {
     let t = Tables::new().await;
     let app = t.app(&[("DIRECTORY_CACHE_TTL_SECS", cache_secs)]);
-    let d = &app.directory;
+    let d = &app.directory();
     let w1 = d.create_workspace("one").await.unwrap();
     let w2 = d.create_workspace("two").await.unwrap();
     d.create_workspace("three").await.unwrap();
@@ -97,7 +97,7 @@ async fn a_key_of_workspace_two_sent_for_workspace_one_is_403() {
 #[tokio::test]
 async fn a_session_works_for_its_workspaces_only_and_never_for_operation_a() {
     let f = fixture("60").await;
-    let session = f.app.directory.create_session("ada", &[1, 2], Duration::from_secs(3600)).await.unwrap();
+    let session = f.app.directory().create_session("ada", &[1, 2], Duration::from_secs(3600)).await.unwrap();
     let auth = bearer(&session.token);
     assert_eq!(post_b(&f, Some(&auth), "1", REMOTE1, "s1").await.status, 201);
     assert_eq!(post_b(&f, Some(&auth), "2", REMOTE2, "s2").await.status, 201);
@@ -113,7 +113,7 @@ async fn a_session_works_for_its_workspaces_only_and_never_for_operation_a() {
 #[tokio::test]
 async fn an_expired_session_is_401() {
     let f = fixture("0").await;
-    let session = f.app.directory.create_session("bob", &[1], Duration::from_secs(1)).await.unwrap();
+    let session = f.app.directory().create_session("bob", &[1], Duration::from_secs(1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2100)).await;
     assert_unauthorized(&post_b(&f, Some(&bearer(&session.token)), "1", REMOTE1, "late").await);
     f.t.delete().await;
@@ -124,11 +124,11 @@ async fn a_revoked_key_is_401_once_its_cache_entry_expires() {
     let f = fixture("1").await;
     let auth = bearer(&f.key1.token);
     assert_eq!(post_b(&f, Some(&auth), "1", REMOTE1, "before").await.status, 201);
-    f.app.directory.revoke(&f.key1.public_id).await.unwrap();
+    f.app.directory().revoke(&f.key1.public_id).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_unauthorized(&post_b(&f, Some(&auth), "1", REMOTE1, "after").await);
     assert_unauthorized(&post_a(&f, Some(&auth), &f.agent1, "after-a").await);
-    let keys = f.app.directory.list_keys(1).await.unwrap();
+    let keys = f.app.directory().list_keys(1).await.unwrap();
     assert!(keys.iter().any(|k| k.public_id == f.key1.public_id && k.revoked_at.is_some()));
     f.t.delete().await;
 }
@@ -170,7 +170,7 @@ async fn credentials_are_checked_before_the_body() {
 #[tokio::test]
 async fn no_secret_is_stored_in_the_directory() {
     let f = fixture("60").await;
-    let session = f.app.directory.create_session("carol", &[1], Duration::from_secs(60)).await.unwrap();
+    let session = f.app.directory().create_session("carol", &[1], Duration::from_secs(60)).await.unwrap();
     let secrets: Vec<String> = [&f.key1.token, &f.key2.token, &session.token].iter().map(|t| t.to_string()).collect();
     let dump = format!("{:?}", f.t.scan(&f.t.directory).await);
     for token in &secrets {

@@ -17,7 +17,7 @@ const EVENTS_KEY: &str = "cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5
 
 async fn app_with_event_fixtures(t: &Tables) -> App {
     let app = t.app(&[]);
-    let d = &app.directory;
+    let d = &app.directory();
     assert_eq!(d.create_workspace("events").await.unwrap().id, 1);
     d.create_agent(1, "events-agent", Some("Events"), Some("agt_events")).await.unwrap();
     d.register_api_key(1, "events", Secret::from_token(EVENTS_KEY.to_owned())).await.unwrap();
@@ -59,7 +59,7 @@ async fn every_event_file_gives_its_documented_status() {
             }
         }
     }
-    let stored = app.store.get_call(1, "evt-call-0001", true).await.unwrap().unwrap();
+    let stored = app.store().get_call(1, "evt-call-0001", true).await.unwrap().unwrap();
     assert!(stored.revisions.is_empty(), "a replay in another key order is not a new revision");
     assert_eq!(stored.current.document["call"]["user_sentiment"], "positive");
     t.delete().await;

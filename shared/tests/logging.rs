@@ -42,9 +42,9 @@ fn the_request_log_holds_no_credential_transcript_or_phone_number() {
         runtime.block_on(async {
             let t = Tables::new().await;
             let app = t.app(&[]);
-            app.directory.create_workspace("logs").await.unwrap();
-            app.directory.create_agent(1, "events-agent", None, Some("agt_events")).await.unwrap();
-            app.directory.register_api_key(1, "logs", Secret::from_token(EVENTS_KEY.to_owned())).await.unwrap();
+            app.directory().create_workspace("logs").await.unwrap();
+            app.directory().create_agent(1, "events-agent", None, Some("agt_events")).await.unwrap();
+            app.directory().register_api_key(1, "logs", Secret::from_token(EVENTS_KEY.to_owned())).await.unwrap();
             let auth = format!("Bearer {EVENTS_KEY}");
             let q = [("workspace_id", "1"), ("agent_remote_identifier", "events-agent")];
             let a = send(

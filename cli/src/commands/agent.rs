@@ -58,12 +58,12 @@ impl Command {
                     }
                 }
                 let agent =
-                    app.directory.create_agent(workspace, &remote_id, name.as_deref(), agent_id.as_deref()).await?;
+                    app.directory().create_agent(workspace, &remote_id, name.as_deref(), agent_id.as_deref()).await?;
                 show(out, &agent)
             }
             Command::List { workspace } => {
                 workspace::require(app, workspace).await?;
-                let agents = app.directory.list_agents(workspace).await?;
+                let agents = app.directory().list_agents(workspace).await?;
                 let value = json!({"workspace_id": workspace, "agents": agents});
                 out.show(&value, || {
                     if agents.is_empty() {
@@ -79,7 +79,7 @@ impl Command {
             }
             Command::Get { workspace, remote_id } => {
                 let agent = app
-                    .directory
+                    .directory()
                     .agent_by_remote(workspace, &remote_id)
                     .await?
                     .ok_or_else(|| anyhow!("no such agent: remote id {remote_id:?} in workspace {workspace}"))?;

@@ -58,12 +58,12 @@ impl Command {
                 }
                 let call = match (id, workspace, call_id) {
                     (Some(id), _, _) => app
-                        .store
+                        .store()
                         .get_call_by_id(id, revisions)
                         .await?
                         .ok_or_else(|| anyhow!("no such call: id {id}"))?,
                     (None, Some(workspace), Some(call_id)) => app
-                        .store
+                        .store()
                         .get_call(workspace, &call_id, revisions)
                         .await?
                         .ok_or_else(|| anyhow!("no such call: call id {call_id:?} in workspace {workspace}"))?,
@@ -145,7 +145,7 @@ fn pretty(document: &Value) -> String {
 
 async fn list(app: &App, out: &Output, workspace_id: u64, agent: Option<&str>, limit: usize) -> anyhow::Result<()> {
     workspace::require(app, workspace_id).await?;
-    let agents = app.directory.list_agents(workspace_id).await?;
+    let agents = app.directory().list_agents(workspace_id).await?;
     let agents: Vec<&Agent> = match agent {
         None => agents.iter().collect(),
         Some(wanted) => {
@@ -163,7 +163,7 @@ async fn list(app: &App, out: &Output, workspace_id: u64, agent: Option<&str>, l
     let mut calls: Vec<(&Agent, CallSummary)> = Vec::new();
     let per_agent = i32::try_from(limit).unwrap_or(i32::MAX);
     for a in &agents {
-        let listed = app.store.list_calls(workspace_id, &a.id, per_agent).await?;
+        let listed = app.store().list_calls(workspace_id, &a.id, per_agent).await?;
         calls.extend(listed.into_iter().map(|c| (*a, c)));
     }
     calls.sort_by(|(_, x), (_, y)| y.start_ms.cmp(&x.start_ms).then(y.id.cmp(&x.id)));

@@ -52,10 +52,10 @@ impl Command {
             Command::Create { workspace, name, token } => {
                 let name = name.unwrap_or_default();
                 let issued = match token {
-                    None => app.directory.create_api_key(workspace, &name).await?,
+                    None => app.directory().create_api_key(workspace, &name).await?,
                     Some(token) => {
                         check_fixture_token(&token)?;
-                        app.directory.register_api_key(workspace, &name, Secret::from_token(token)).await?
+                        app.directory().register_api_key(workspace, &name, Secret::from_token(token)).await?
                     }
                 };
                 let value = json!({
@@ -80,13 +80,13 @@ impl Command {
                 if !id.starts_with(API_KEY_PREFIX) {
                     bail!("{:?} is not an API key: API keys start with {API_KEY_PREFIX}", shown(id));
                 }
-                let public_id = app.directory.revoke(id).await?;
+                let public_id = app.directory().revoke(id).await?;
                 let value = json!({"public_id": public_id, "revoked": true});
                 out.show(&value, || format!("revoked API key {public_id}; {REVOCATION_DELAY}\n"))?;
             }
             Command::List { workspace } => {
                 super::workspace::require(app, workspace).await?;
-                let keys = app.directory.list_keys(workspace).await?;
+                let keys = app.directory().list_keys(workspace).await?;
                 let value = json!({"workspace_id": workspace, "keys": keys});
                 out.show(&value, || {
                     if keys.is_empty() {

@@ -39,6 +39,7 @@ impl Command {
 
 /// Creates one table; answers "created" or "exists".
 async fn create(app: &App, def: &TableDef, name: &str) -> anyhow::Result<&'static str> {
-    let created = def.create(app.store.client(), name).await.with_context(|| format!("cannot create table {name}"))?;
+    let created =
+        def.create(app.store().client(), name).await.with_context(|| format!("cannot create table {name}"))?;
     Ok(if created { "created" } else { "exists" })
 }

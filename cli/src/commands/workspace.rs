@@ -35,7 +35,7 @@ impl Command {
                 if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
                     bail!("the workspace name must be 1 to {MAX_NAME_CHARS} characters");
                 }
-                app.directory.create_workspace(name).await?
+                app.directory().create_workspace(name).await?
             }
             Command::Get { id } => require(app, id).await?,
         };
@@ -49,5 +49,5 @@ impl Command {
 /// The workspace `id`, or the error an operator should see when it does not exist (a
 /// listing of a workspace that does not exist would otherwise look merely empty).
 pub async fn require(app: &App, id: u64) -> anyhow::Result<Workspace> {
-    app.directory.workspace(id).await?.ok_or_else(|| anyhow!("no such workspace {id}"))
+    app.directory().workspace(id).await?.ok_or_else(|| anyhow!("no such workspace {id}"))
 }

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::number::Number;
@@ -94,12 +94,60 @@ pub trait Accept: Sized {
         None
     }
     fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Result<Self, Found>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok(Err(Found::Object))
     }
     fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Result<Self, Found>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Skip>()?.is_some() {}
         Ok(Err(Found::Array))
+    }
+}
+
+/// Reads past a value, checking it is well-formed JSON on the way. serde's `IgnoredAny`
+/// is not enough: serde_json skips it without checking its strings (invalid UTF-8, lone
+/// surrogate escapes), so a body that is not JSON would be judged as a wrong type (422)
+/// instead of refused (400). Allocates nothing for strings without escapes.
+pub struct Skip;
+
+impl<'de> serde::Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Skip)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = Skip;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
     }
 }
 
@@ -453,4 +501,32 @@ macro_rules! record {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::call::{ingest, Rejection};
+    use crate::Operation;
+
+    /// Found by the fuzzer: bad bytes inside a value of the wrong type were skipped
+    /// unchecked, and the body judged (422) instead of refused (400).
+    #[test]
+    fn malformed_strings_inside_wrong_typed_values_are_not_json() {
+        let bodies: [&[u8]; 4] = [
+            b"{\"transcript\":[\"\xff\"]}",
+            b"{\"transcript\":[\"\\ud800\"]}",
+            b"{\"call_id\":{\"a\":\"\xff\"}}",
+            b"{\"agentId\":[\"\xff\"]}",
+        ];
+        for body in bodies {
+            for op in [Operation::CreateCall, Operation::SendCallData] {
+                let r = ingest(op, body);
+                assert!(
+                    matches!(r, Err(Rejection::Unreadable(_))),
+                    "{:?} {op:?}: {r:?}",
+                    String::from_utf8_lossy(body)
+                );
+            }
+        }
+    }
 }

@@ -127,7 +127,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
 }
 
 async fn lookup(app: &App, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, Problem> {
-    app.directory.lookup(token, agent).await.map_err(store_problem)
+    app.directory().lookup(token, agent).await.map_err(store_problem)
 }
 
 async fn store(
@@ -138,7 +138,7 @@ async fn store(
     raw: &[u8],
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
-    let stored = app.store.put_call(Owner { workspace_id, agent_id }, doc, raw).await.map_err(store_problem)?;
+    let stored = app.store().put_call(Owner { workspace_id, agent_id }, doc, raw).await.map_err(store_problem)?;
     log.stored = Some(stored);
     Ok(Reply { stored, call_id: doc.call_id().to_owned() })
 }

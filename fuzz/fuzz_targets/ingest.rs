@@ -1,0 +1,66 @@
+//! Fuzzes the whole pure pipeline, `call::ingest` (parse → validate → normalise), on the
+//! request bytes of both operations.
+//!
+//! Every input goes through both operations. Beyond "never panics", it checks what the
+//! handlers rely on:
+//! - a body is refused as unreadable (400) exactly when it is not a JSON object;
+//! - an invalid body (422) lists at least one violation, each with a JSON pointer,
+//!   sorted and without repeats;
+//! - an accepted body's stored form (`to_json`) is JSON that parses back into an object
+//!   with the operation, schema version and a non-empty call id, the same bytes every
+//!   time, and hashes (`digest_of`) to 64 hex digits.
+
+#![no_main]
+
+use call_ingest::call::{self, CallDocument, Operation, Rejection, SCHEMA_VERSION};
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let is_object = matches!(serde_json::from_slice::<Value>(data), Ok(Value::Object(_)));
+    for operation in [Operation::CreateCall, Operation::SendCallData] {
+        check(operation, data, is_object);
+    }
+});
+
+fn check(operation: Operation, data: &[u8], is_object: bool) {
+    match call::ingest(operation, data) {
+        Err(Rejection::Unreadable(_)) => {
+            assert!(!is_object, "{operation:?}: a JSON object refused as unreadable");
+        }
+        Err(Rejection::Invalid(violations)) => {
+            assert!(is_object, "{operation:?}: read a body that is not a JSON object");
+            assert!(!violations.is_empty(), "{operation:?}: invalid without a violation");
+            for v in &violations {
+                assert!(
+                    v.pointer.is_empty() || v.pointer.starts_with('/'),
+                    "{operation:?}: not a JSON pointer: {:?}",
+                    v.pointer
+                );
+            }
+            assert!(
+                violations.windows(2).all(|w| w[0] < w[1]),
+                "{operation:?}: violations not sorted and unique: {violations:?}"
+            );
+        }
+        Ok(doc) => {
+            assert!(is_object, "{operation:?}: accepted a body that is not a JSON object");
+            assert!(!doc.call_id().is_empty(), "{operation:?}: accepted without a call id");
+            let json = doc.to_json();
+            assert!(!json.is_empty(), "{operation:?}: to_json gave nothing");
+            assert_eq!(json, doc.to_json(), "{operation:?}: to_json not deterministic");
+            let stored: Value = match serde_json::from_slice(&json) {
+                Ok(v) => v,
+                Err(e) => panic!("{operation:?}: stored form is not JSON ({e}): {}", String::from_utf8_lossy(&json)),
+            };
+            assert_eq!(stored["operation"], operation.as_str(), "{operation:?}: operation");
+            assert_eq!(stored["schema_version"], SCHEMA_VERSION, "{operation:?}: schema_version");
+            assert!(stored["call"].is_object(), "{operation:?}: call is not an object");
+            let digest = CallDocument::digest_of(&json);
+            assert!(
+                digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{operation:?}: digest {digest:?}"
+            );
+        }
+    }
+}
