@@ -68,7 +68,7 @@ def curl(path):
         "user_sentiment": "Positive",
         "transcript_with_tool_calls": [
             {"role": "agent", "text": "Hello, how can I help?", "start_ms": 0, "end_ms": 1800},
-            {"role": "user", "text": "I'd like to check my order.", "start_ms": 2300, "end_ms": 4100},
+            {"role": "user", "text": "I would like to check my order.", "start_ms": 2300, "end_ms": 4100},
         ],
     })
     a = json.dumps({

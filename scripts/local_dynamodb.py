@@ -22,6 +22,13 @@ from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
 
+class QuietHandler(MotoRequestHandler):
+    """No line per request: `make run` shows the functions' logs, not the database's."""
+
+    def log_request(self, *args, **kwargs):
+        pass
+
+
 def one_at_a_time(app):
     lock = threading.Lock()
 
@@ -39,7 +46,7 @@ def main():
     p.add_argument("--watch-stdin", action="store_true")
     a = p.parse_args()
     app = one_at_a_time(DomainDispatcherApplication(create_backend_app))
-    server = make_server(a.host, a.port, app, threaded=True, request_handler=MotoRequestHandler)
+    server = make_server(a.host, a.port, app, threaded=True, request_handler=QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"READY {server.server_address[1]}", flush=True)
     done = threading.Event()
