@@ -1,5 +1,6 @@
 //! Every row of the contract's credential table, for both operations, through the handler
 //! and a real DynamoDB protocol; and no secret at rest.
+#![cfg(feature = "aws")]
 
 mod http_support;
 mod support;

@@ -1,6 +1,7 @@
 //! The files in `events/` fed straight to the handler (as Lambda would), with the local
 //! DynamoDB, each giving its documented status; plus the statuses no event file covers
 //! and what the request log may never contain.
+#![cfg(feature = "aws")]
 
 mod http_support;
 mod support;

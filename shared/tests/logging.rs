@@ -1,6 +1,7 @@
 //! What the request log may never contain. Its own test binary: tracing caches whether a
 //! log line is wanted per call site, process-wide, so other tests running without a
 //! subscriber at the same time would silence this one.
+#![cfg(feature = "aws")]
 
 mod http_support;
 mod support;

@@ -1,5 +1,6 @@
 //! The store against a real DynamoDB protocol (the local moto server): idempotency under
 //! concurrency, revisions, large calls, ids, and an unreachable server.
+#![cfg(feature = "aws")]
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! `template.yaml` agrees with the table definitions in code, and its IAM stays
 //! least-privilege.
+#![cfg(feature = "aws")]
 
 use call_ingest::store::tables::{self, ScalarKind, TableDef};
 use serde_json::Value;
