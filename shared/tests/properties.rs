@@ -2,8 +2,8 @@
 //! valid calls always normalise into consistent documents, and no input of any shape
 //! makes `ingest` panic or answer with a malformed list of violations.
 
-use std::collections::HashSet;
-use std::fmt;
+mod json_checks;
+use json_checks::no_duplicate_keys;
 
 use call_ingest::api::{Code, Violation};
 use call_ingest::call::{ingest, CallDocument, Rejection};
@@ -11,7 +11,6 @@ use call_ingest::Operation;
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use proptest::test_runner::Config;
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Map, Value};
 
 fn config(cases: u32) -> Config {
@@ -830,59 +829,3 @@ proptest! {
 }
 
 // ---- helpers --------------------------------------------------------------------------------
-
-/// Fails when any object in `json` has the same key twice.
-fn no_duplicate_keys(json: &[u8]) -> Result<(), serde_json::Error> {
-    let mut d = serde_json::Deserializer::from_slice(json);
-    Unique.deserialize(&mut d)?;
-    d.end()
-}
-
-#[derive(Clone, Copy)]
-struct Unique;
-
-impl<'de> DeserializeSeed<'de> for Unique {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Unique {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Unique)?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key.clone()) {
-                return Err(de::Error::custom(format!("the key {key:?} twice in one object")));
-            }
-            map.next_value_seed(Unique)?;
-        }
-        Ok(())
-    }
-}

@@ -128,17 +128,6 @@ impl Directory {
             }
             item
         };
-        let put = |item: Item| -> Result<TransactWriteItem, StoreError> {
-            Ok(TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(item))
-                        .condition_expression("attribute_not_exists(pk)")
-                        .build()?,
-                )
-                .build())
-        };
         let items = vec![
             TransactWriteItem::builder()
                 .condition_check(
@@ -151,9 +140,9 @@ impl Directory {
                         .map_err(StoreError::from)?,
                 )
                 .build(),
-            put(item(agent_pk(&agent.id), AGENT_SK))?,
-            put(item(remote_pk(workspace_id, remote_id), AGENT_SK))?,
-            put(item(workspace_pk(workspace_id), &agent_listing_sk(&agent.id)))?,
+            self.put_new(item(agent_pk(&agent.id), AGENT_SK))?,
+            self.put_new(item(remote_pk(workspace_id, remote_id), AGENT_SK))?,
+            self.put_new(item(workspace_pk(workspace_id), &agent_listing_sk(&agent.id)))?,
         ];
         match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
             Ok(_) => Ok(agent),
@@ -267,20 +256,9 @@ impl Directory {
         if let Some(w) = credential.get("workspace_id") {
             pointer.insert("workspace_id".into(), w.clone());
         }
-        let put = |item: Item| -> Result<TransactWriteItem, StoreError> {
-            Ok(TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(item))
-                        .condition_expression("attribute_not_exists(pk)")
-                        .build()?,
-                )
-                .build())
-        };
-        let mut items = vec![put(credential)?, put(pointer)?];
+        let mut items = vec![self.put_new(credential)?, self.put_new(pointer)?];
         if let Some(listing) = listing {
-            items.push(put(listing)?);
+            items.push(self.put_new(listing)?);
         }
         self.client
             .transact_write_items()
@@ -343,26 +321,20 @@ impl Directory {
             .collect())
     }
 
+    /// A transaction item that puts `item` unless its key exists already.
+    fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
+        Ok(TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()?,
+            )
+            .build())
+    }
+
     async fn query(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-                .expression_attribute_values(":pk", s(pk.clone()))
-                .expression_attribute_values(":p", s(prefix))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
-            items.extend(out.items.unwrap_or_default());
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(items);
-            }
-        }
+        crate::store::query::query_prefix(&self.client, &self.table, &pk, prefix, false).await
     }
 }

@@ -9,6 +9,7 @@
 pub mod codec;
 pub mod ids;
 pub mod item;
+pub mod query;
 mod read;
 pub mod tables;
 

@@ -162,27 +162,7 @@ impl Store {
 
     /// Every item of the call partition whose sort key starts with `prefix`, in order.
     async fn query_prefix(&self, pk: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", s(pk))
-                .expression_attribute_values(":prefix", s(prefix))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
-            items.extend(out.items.unwrap_or_default());
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(items);
-            }
-        }
+        super::query::query_prefix(&self.client, &self.table, pk, prefix, true).await
     }
 
     /// The raw head item (for tests and tools that check what was written).
