@@ -260,12 +260,7 @@ impl Directory {
         if let Some(listing) = listing {
             items.push(self.put_new(listing)?);
         }
-        self.client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
+        self.transact(items).await?;
         Ok(())
     }
 
@@ -297,12 +292,7 @@ impl Directory {
         if let Some(w) = field_u64(&pointer, "workspace_id") {
             items.push(update(workspace_pk(w), key_listing_sk(&public_id))?);
         }
-        self.client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
+        self.transact(items).await?;
         Ok(public_id)
     }
 
@@ -319,6 +309,16 @@ impl Directory {
                 revoked_at: field_u64(i, "revoked_at"),
             })
             .collect())
+    }
+
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(())
     }
 
     /// A transaction item that puts `item` unless its key exists already.

@@ -129,8 +129,10 @@ struct Submission {
     digest: String,
     /// The head's attributes that do not depend on the revision.
     attributes: Item,
-    /// Chunk items, when the frame does not fit the head.
+    /// Chunk items, when the frame does not fit the head (moved out when written).
     chunks: Vec<Item>,
+    /// Sort keys of the chunks, for the transaction that confirms them.
+    chunk_sks: Vec<String>,
     bytes: usize,
 }
 
@@ -150,10 +152,10 @@ impl Store {
     /// Stores a submission: creates the call, leaves it as it is, or adds a revision.
     /// `raw` is the request body exactly as received.
     pub async fn put_call(&self, owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Stored, StoreError> {
-        let sub = self.prepare(owner, doc, raw)?;
+        let mut sub = self.prepare(owner, doc, raw)?;
         let mut requests = 0;
         // A large submission is checked first, so a replay writes no chunks.
-        let mut current = if sub.chunks.is_empty() {
+        let mut current = if sub.chunk_sks.is_empty() {
             None
         } else {
             requests += 1;
@@ -163,7 +165,7 @@ impl Store {
                     return Ok(unchanged(head, requests));
                 }
             }
-            requests += self.write_chunks(&sub.chunks).await?;
+            requests += self.write_chunks(std::mem::take(&mut sub.chunks)).await?;
             head
         };
         let mut id = None;
@@ -274,7 +276,8 @@ impl Store {
             attributes.insert("chunk_nonce".into(), s(nonce));
         }
         let bytes = item_size(&attributes) + chunks.iter().map(item_size).sum::<usize>() + 64;
-        Ok(Submission { pk, digest, attributes, chunks, bytes })
+        let chunk_sks = chunks.iter().filter_map(|c| item::get_s(c, "sk").map(str::to_owned)).collect();
+        Ok(Submission { pk, digest, attributes, chunks, chunk_sks, bytes })
     }
 
     /// The head item, read consistently.
@@ -294,16 +297,16 @@ impl Store {
 
     /// Writes chunk items (with a TTL, so a submission that never becomes current leaves
     /// nothing behind for long). Answers the number of requests.
-    async fn write_chunks(&self, chunks: &[Item]) -> Result<u32, StoreError> {
+    async fn write_chunks(&self, chunks: Vec<Item>) -> Result<u32, StoreError> {
         let mut requests = 0;
-        // 25 items a batch, and well under 16 MB: our chunks are 350 KB, so 16 a batch.
-        for batch in chunks.chunks(16) {
-            let mut pending: Vec<WriteRequest> = batch
-                .iter()
+        let mut chunks = chunks.into_iter().peekable();
+        while chunks.peek().is_some() {
+            // 25 items a batch, and well under 16 MB: our chunks are 350 KB, so 16 a batch.
+            let mut pending: Vec<WriteRequest> = chunks
+                .by_ref()
+                .take(16)
                 .map(|c| {
-                    Ok(WriteRequest::builder()
-                        .put_request(PutRequest::builder().set_item(Some(c.clone())).build()?)
-                        .build())
+                    Ok(WriteRequest::builder().put_request(PutRequest::builder().set_item(Some(c)).build()?).build())
                 })
                 .collect::<Result<_, StoreError>>()?;
             for attempt in 0..MAX_ATTEMPTS {
@@ -346,7 +349,7 @@ impl Store {
     async fn create(&self, sub: &Submission, id: u64) -> Result<Option<Option<Item>>, StoreError> {
         let created_at = sub.attributes.get("updated_at").cloned().unwrap_or_else(|| n(now_ms()));
         let head = self.new_head(sub, id, 1, &created_at);
-        if sub.chunks.is_empty() {
+        if sub.chunk_sks.is_empty() {
             let result = self
                 .client
                 .put_item()
@@ -434,15 +437,15 @@ impl Store {
     /// Transaction items that remove the TTL from the submission's chunks: they commit
     /// with the head, so a head never points at chunks that can expire.
     fn confirm_chunks(&self, sub: &Submission) -> Result<Vec<TransactWriteItem>, StoreError> {
-        sub.chunks
+        sub.chunk_sks
             .iter()
-            .map(|c| {
+            .map(|sk| {
                 Ok(TransactWriteItem::builder()
                     .update(
                         Update::builder()
                             .table_name(&self.table)
-                            .key("pk", c["pk"].clone())
-                            .key("sk", c["sk"].clone())
+                            .key("pk", s(sub.pk.clone()))
+                            .key("sk", s(sk.clone()))
                             .update_expression("REMOVE #ttl")
                             .condition_expression("attribute_exists(pk)")
                             .expression_attribute_names("#ttl", tables::TTL_ATTRIBUTE)

@@ -146,7 +146,8 @@ impl Store {
                 if chunks.len() != expected {
                     return Err(StoreError::Internal(format!("{} of {expected} chunks found", chunks.len())));
                 }
-                chunks.iter().flat_map(|c| get_b(c, "data").unwrap_or_default().iter().copied()).collect()
+                let parts: Vec<&[u8]> = chunks.iter().map(|c| get_b(c, "data").unwrap_or_default()).collect();
+                parts.concat()
             }
         };
         let unpacked = codec::unpack(&frame).map_err(|e| StoreError::Internal(e.to_string()))?;
