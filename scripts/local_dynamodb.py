@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Local DynamoDB for development and tests: moto's server on 127.0.0.1:PORT.
+"""Local DynamoDB for development and tests: moto's server on 127.0.0.1:PORT, behind the
+fault and fidelity layer of dynamodb_faults.py.
 
     local_dynamodb.py --port 8000                 # until interrupted (make run)
     local_dynamodb.py --port 0 --watch-stdin      # tests: prints the port, exits when stdin closes
@@ -9,23 +10,36 @@ its TransactWriteItems restores a snapshot of the table when a transaction is ca
 which on a threaded server erases a concurrent transaction that had committed. Serving
 requests one at a time restores DynamoDB's guarantee (connections stay concurrent).
 
+In front of moto, the fault layer refuses what DynamoDB refuses and moto accepts (long
+keys, numbers out of range, large items) and injects DynamoDB's failures on command
+(`POST /_faults/rules`; see dynamodb_faults.py).
+
 With --watch-stdin the server stops as soon as its parent goes away (its end of the pipe
 closes), so a test run never leaves a server behind.
 """
 import argparse
+import os
 import signal
 import sys
 import threading
 
-from moto.moto_server.threaded_moto_server import MotoRequestHandler
-from moto.server import DomainDispatcherApplication, create_backend_app
-from werkzeug.serving import make_server
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from dynamodb_faults import FaultLayer  # noqa: E402
+from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
+from moto.dynamodb.models import dynamodb_backends  # noqa: E402
+from moto.moto_server.threaded_moto_server import MotoRequestHandler  # noqa: E402
+from moto.server import DomainDispatcherApplication, create_backend_app  # noqa: E402
+from werkzeug.serving import make_server  # noqa: E402
 
 
 class QuietHandler(MotoRequestHandler):
     """No line per request: `make run` shows the functions' logs, not the database's."""
 
     def log_request(self, *args, **kwargs):
+        pass
+
+    def log_error(self, *args, **kwargs):
         pass
 
 
@@ -39,13 +53,21 @@ def one_at_a_time(app):
     return serial
 
 
+def key_names(region, table):
+    """Partition and sort key names of `table`, its global indexes' included."""
+    t = dynamodb_backends[DEFAULT_ACCOUNT_ID][region].tables.get(table)
+    if t is None:
+        return [], []
+    return [k for k in t.hash_key_names if k], [k for k in t.range_key_names if k]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--watch-stdin", action="store_true")
     a = p.parse_args()
-    app = one_at_a_time(DomainDispatcherApplication(create_backend_app))
+    app = FaultLayer(one_at_a_time(DomainDispatcherApplication(create_backend_app)), key_names)
     server = make_server(a.host, a.port, app, threaded=True, request_handler=QuietHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"READY {server.server_address[1]}", flush=True)

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     let after_ingest = status_bytes("VmHWM");
     // What the store does next with the document (not part of the target, shown for scale).
     let json = doc.to_json();
-    let digest = CallDocument::digest_of(&json);
+    let digest = CallDocument::digest_of("agt_example", &json);
     let after_store = status_bytes("VmHWM");
 
     println!("input:                          {} bytes ({source})", body.len());

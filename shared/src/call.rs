@@ -75,10 +75,15 @@ impl CallDocument {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    /// SHA-256 of [`Self::to_json`], hex: equal for submissions that differ only in key
-    /// order or white space.
-    pub fn digest_of(json: &[u8]) -> String {
-        hex(&Sha256::digest(json))
+    /// The identity of a submission's content: SHA-256 (hex) of the agent's id and the
+    /// document's [`Self::to_json`]. Equal for submissions that differ only in key order or
+    /// white space; different for the same document under another agent.
+    pub fn digest_of(agent_id: &str, json: &[u8]) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update((agent_id.len() as u64).to_le_bytes());
+        hasher.update(agent_id.as_bytes());
+        hasher.update(json);
+        hex(&hasher.finalize())
     }
 }
 

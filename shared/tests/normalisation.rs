@@ -620,7 +620,7 @@ fn reordered(value: &Value) -> String {
 
 fn digest(op: Operation, body: &[u8]) -> String {
     match ingest(op, body) {
-        Ok(doc) => CallDocument::digest_of(&doc.to_json()),
+        Ok(doc) => CallDocument::digest_of("agt_test", &doc.to_json()),
         Err(e) => panic!("rejected: {e:?}"),
     }
 }

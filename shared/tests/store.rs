@@ -7,20 +7,12 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use call_ingest::call::{ingest, CallDocument, Operation};
+use call_ingest::call::{ingest, Operation};
 use call_ingest::store::{item, Outcome, Owner, Store, StoreError};
 use serde_json::Value;
-use support::Tables;
+use support::{small_call, Tables};
 
 const OWNER: Owner<'static> = Owner { workspace_id: 1, agent_id: "agt_test" };
-
-fn small_call(call_id: &str, summary: &str) -> (CallDocument, Vec<u8>) {
-    let mut body: Value = serde_json::from_slice(&callgen::create_call_minutes(0.3, 11)).unwrap();
-    body["call_id"] = Value::from(call_id);
-    body["call_analysis"]["call_summary"] = Value::from(summary);
-    let raw = serde_json::to_vec(&body).unwrap();
-    (ingest(Operation::CreateCall, &raw).expect("valid call"), raw)
-}
 
 fn store(t: &Tables) -> Store {
     Store::new(t.client.clone(), t.calls.clone(), 10)

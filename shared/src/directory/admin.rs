@@ -335,6 +335,7 @@ impl Directory {
     }
 
     async fn query(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        crate::store::query::query_prefix(&self.client, &self.table, &pk, prefix, false).await
+        let range = crate::store::query::SortKeys::Prefix(prefix.to_owned());
+        crate::store::query::query(&self.client, &self.table, &pk, &range, false).await
     }
 }

@@ -1,5 +1,7 @@
 //! Internal call ids, handed out from blocks (hi/lo): one atomic counter update reserves
 //! a block, and ids come from memory until it is used up, so the counter is no hot key.
+//! An id that was certainly not written (its conditional create found the call already
+//! there) is given back and handed out again, so replays consume no ids.
 
 use aws_sdk_dynamodb::types::ReturnValue;
 use aws_sdk_dynamodb::Client;
@@ -18,32 +20,47 @@ const COUNTER_ATTRIBUTE: &str = "next_id";
 #[derive(Debug)]
 pub struct IdBlocks {
     block_size: u64,
-    /// The next id to give and the last id of the block.
-    range: Mutex<(u64, u64)>,
+    /// The next id to give, the last id of the block, and ids given back.
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    next: u64,
+    last: u64,
+    returned: Vec<u64>,
 }
 
 impl IdBlocks {
     pub fn new(block_size: u64) -> Self {
-        IdBlocks { block_size: block_size.max(1), range: Mutex::new((1, 0)) }
+        IdBlocks { block_size: block_size.max(1), state: Mutex::new(State { next: 1, last: 0, returned: Vec::new() }) }
     }
 
     /// The next id: positive, below 2^53, never given out twice by any instance. Costs a
     /// counter update once a block.
     pub async fn next(&self, client: &Client, table: &str) -> Result<u64, StoreError> {
-        let mut range = self.range.lock().await;
-        if range.0 > range.1 {
-            let last = self.reserve(client, table).await?;
-            *range = (last - self.block_size + 1, last);
+        let mut state = self.state.lock().await;
+        if let Some(id) = state.returned.pop() {
+            return Ok(id);
         }
-        let id = range.0;
-        range.0 += 1;
+        if state.next > state.last {
+            let last = self.reserve(client, table).await?;
+            (state.next, state.last) = (last - self.block_size + 1, last);
+        }
+        let id = state.next;
+        state.next += 1;
         Ok(id)
+    }
+
+    /// Takes back an id that was certainly not written anywhere: the next caller gets it.
+    pub async fn give_back(&self, id: u64) {
+        self.state.lock().await.returned.push(id);
     }
 
     /// Whether the next id needs no round trip.
     pub async fn has_block(&self) -> bool {
-        let range = self.range.lock().await;
-        range.0 <= range.1
+        let state = self.state.lock().await;
+        !state.returned.is_empty() || state.next <= state.last
     }
 
     async fn reserve(&self, client: &Client, table: &str) -> Result<u64, StoreError> {

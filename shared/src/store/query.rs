@@ -1,27 +1,41 @@
-//! Reading every item of a partition whose sort key starts with a prefix, page by page.
+//! Reading the items of one partition whose sort keys fall in a range, page by page.
 
 use aws_sdk_dynamodb::Client;
 
 use super::item::{s, Item};
 use super::StoreError;
 
-/// Every item of partition `pk` whose sort key starts with `prefix`, in sort-key order.
-pub async fn query_prefix(
+/// Which sort keys of a partition to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SortKeys {
+    /// Those that start with this.
+    Prefix(String),
+    /// From the first to the second, both included.
+    Between(String, String),
+}
+
+/// Every item of partition `pk` whose sort key is in `range`, in sort-key order.
+pub async fn query(
     client: &Client,
     table: &str,
     pk: &str,
-    prefix: &str,
+    range: &SortKeys,
     consistent: bool,
 ) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::new();
     let mut start = None;
     loop {
-        let out = client
-            .query()
-            .table_name(table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(pk))
-            .expression_attribute_values(":prefix", s(prefix))
+        let request = client.query().table_name(table).expression_attribute_values(":pk", s(pk));
+        let request = match range {
+            SortKeys::Prefix(prefix) => request
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", s(prefix)),
+            SortKeys::Between(from, to) => request
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":from", s(from))
+                .expression_attribute_values(":to", s(to)),
+        };
+        let out = request
             .consistent_read(consistent)
             .set_exclusive_start_key(start)
             .send()

@@ -4,7 +4,8 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 
-use super::item::{call_pk, chunk_prefix, get_b, get_s, get_u64, parse_call_pk, s, Item};
+use super::item::{call_pk, chunk_prefix, get_b, get_s, get_u64, parse_call_pk, revision_sk, s, Item};
+use super::query::SortKeys;
 use super::{codec, tables, Store, StoreError};
 
 /// One stored submission of a call.
@@ -61,8 +62,12 @@ impl Store {
         };
         let current = self.revision(&pk, &head).await?;
         let mut revisions = Vec::new();
-        if with_revisions {
-            for item in self.query_prefix(&pk, "REV#").await? {
+        if with_revisions && current.revision > 1 {
+            // Exactly the revisions before this head: each was written with (or before) the
+            // head that replaced it and never changes, so a revision committed after the head
+            // was read is neither listed twice nor instead of an older one.
+            let range = SortKeys::Between(revision_sk(1), revision_sk(current.revision - 1));
+            for item in self.query(&pk, range).await? {
                 revisions.push(self.revision(&pk, &item).await?);
             }
         }
@@ -139,10 +144,10 @@ impl Store {
         let frame = match get_b(item, "body") {
             Some(body) => body.to_vec(),
             None => {
-                let nonce = get_s(item, "chunk_nonce")
+                let token = get_s(item, "submission")
                     .ok_or_else(|| StoreError::Internal("item has neither body nor chunks".into()))?;
                 let expected = get_u64(item, "chunks").unwrap_or_default() as usize;
-                let chunks = self.query_prefix(pk, &chunk_prefix(nonce)).await?;
+                let chunks = self.query(pk, SortKeys::Prefix(chunk_prefix(token))).await?;
                 if chunks.len() != expected {
                     return Err(StoreError::Internal(format!("{} of {expected} chunks found", chunks.len())));
                 }
@@ -161,9 +166,10 @@ impl Store {
         })
     }
 
-    /// Every item of the call partition whose sort key starts with `prefix`, in order.
-    async fn query_prefix(&self, pk: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
-        super::query::query_prefix(&self.client, &self.table, pk, prefix, true).await
+    /// Every item of the call partition whose sort key is in `range`, in order, read
+    /// consistently.
+    async fn query(&self, pk: &str, range: SortKeys) -> Result<Vec<Item>, StoreError> {
+        super::query::query(&self.client, &self.table, pk, &range, true).await
     }
 
     /// The raw head item (for tests and tools that check what was written).

@@ -1,9 +1,11 @@
 //! The two tables' definitions, in one place: `callctl tables create` and the tests create
 //! them from here, and a test compares them with `template.yaml`.
 
+use std::time::{Duration, Instant};
+
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, TimeToLiveSpecification,
+    ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -79,7 +81,7 @@ impl TableDef {
     }
 
     /// Creates the table `name` if it does not exist yet, waits until it is active and
-    /// turns on TTL. Answers whether it created it.
+    /// makes sure TTL is on (on a table that existed too). Answers whether it created it.
     pub async fn create(&self, client: &Client, name: &str) -> Result<bool, StoreError> {
         let kind = |k: ScalarKind| match k {
             ScalarKind::S => ScalarAttributeType::S,
@@ -131,23 +133,62 @@ impl TableDef {
             Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => false,
             Err(e) => return Err(StoreError::from_sdk(e)),
         };
-        client
-            .update_time_to_live()
-            .table_name(name)
-            .time_to_live_specification(
-                TimeToLiveSpecification::builder().attribute_name(TTL_ATTRIBUTE).enabled(true).build()?,
-            )
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|e| {
-                // Turning TTL on twice is refused; that is the state we want.
-                if e.as_service_error().is_some_and(|s| format!("{s}").contains("already enabled")) || !created {
-                    Ok(())
-                } else {
-                    Err(StoreError::from_sdk(e))
-                }
-            })?;
+        wait_until_active(client, name).await?;
+        enable_ttl(client, name).await?;
         Ok(created)
     }
+}
+
+/// How long `create` waits for a table to become active.
+const ACTIVE_WITHIN: Duration = Duration::from_secs(300);
+
+/// Polls until the table is ACTIVE (a new table is CREATING for a while in AWS, and
+/// refuses TTL and data requests until then).
+async fn wait_until_active(client: &Client, name: &str) -> Result<(), StoreError> {
+    let deadline = Instant::now() + ACTIVE_WITHIN;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let out = client.describe_table().table_name(name).send().await;
+        let status = match out {
+            Ok(out) => out.table.and_then(|t| t.table_status),
+            // Just created: DescribeTable may not see it yet.
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => None,
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        };
+        if status == Some(TableStatus::Active) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(StoreError::Unavailable(format!("table {name} is not active after {ACTIVE_WITHIN:?}")));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Turns TTL on unless it is on (or turning on) already; any other answer is an error.
+async fn enable_ttl(client: &Client, name: &str) -> Result<(), StoreError> {
+    let described = client.describe_time_to_live().table_name(name).send().await.map_err(StoreError::from_sdk)?;
+    if let Some(ttl) = described.time_to_live_description() {
+        let on = matches!(ttl.time_to_live_status(), Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling));
+        match ttl.attribute_name() {
+            Some(TTL_ATTRIBUTE) if on => return Ok(()),
+            Some(other) if on => {
+                return Err(StoreError::Internal(format!(
+                    "table {name} has TTL on attribute {other}, not {TTL_ATTRIBUTE}"
+                )))
+            }
+            _ => {}
+        }
+    }
+    client
+        .update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder().attribute_name(TTL_ATTRIBUTE).enabled(true).build()?,
+        )
+        .send()
+        .await
+        .map_err(StoreError::from_sdk)?;
+    Ok(())
 }

@@ -117,10 +117,65 @@ impl Tables {
         }
     }
 
+    /// Adds a fault rule of the local DynamoDB's fault layer (`scripts/dynamodb_faults.py`)
+    /// for requests that name the calls table (unless `rule` names another): tests that run
+    /// at once never see each other's faults. Answers the rule's id.
+    pub fn fault(&self, mut rule: serde_json::Value) -> u64 {
+        if rule.get("table").is_none() {
+            rule["table"] = serde_json::Value::from(self.calls.clone());
+        }
+        let answer = faults("POST", "/_faults/rules", &rule);
+        answer["id"].as_u64().unwrap_or_else(|| panic!("fault layer refused {rule}: {answer}"))
+    }
+
+    /// How often fault rule `id` fired.
+    pub fn fired(&self, id: u64) -> u64 {
+        let rules = faults("GET", "/_faults/rules", &serde_json::json!({}));
+        rules["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["id"] == id)
+            .map_or(0, |r| r["fired"].as_u64().unwrap_or(0))
+    }
+
+    /// Removes the fault rules of `table`.
+    pub fn clear_faults(&self, table: &str) {
+        faults("DELETE", "/_faults/rules", &serde_json::json!({ "table": table }));
+    }
+
     /// Removes the tables.
     pub async fn delete(self) {
         for t in [&self.calls, &self.directory] {
             let _ = self.client.delete_table().table_name(t).send().await;
         }
     }
+}
+
+/// One request to the fault layer's control endpoints (plain HTTP/1.1 on the DynamoDB port).
+pub fn faults(method: &str, path: &str, body: &serde_json::Value) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let endpoint = endpoint();
+    let address = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).expect("connect to the local DynamoDB");
+    let body = body.to_string();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send to the fault layer");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read the fault layer's answer");
+    let (_, json) = answer.split_once("\r\n\r\n").unwrap_or_default();
+    serde_json::from_str(json).unwrap_or_else(|_| panic!("fault layer answered {answer:?}"))
+}
+
+/// A short valid operation B call with `call_id`; `summary` makes its content differ.
+pub fn small_call(call_id: &str, summary: &str) -> (call_ingest::call::CallDocument, Vec<u8>) {
+    let mut body: serde_json::Value = serde_json::from_slice(&callgen::create_call_minutes(0.3, 11)).unwrap();
+    body["call_id"] = serde_json::Value::from(call_id);
+    body["call_analysis"]["call_summary"] = serde_json::Value::from(summary);
+    let raw = serde_json::to_vec(&body).unwrap();
+    (call_ingest::call::ingest(call_ingest::call::Operation::CreateCall, &raw).expect("valid call"), raw)
 }

@@ -1,0 +1,481 @@
+"""DynamoDB's failure modes and limits, in front of moto (see local_dynamodb.py).
+
+moto never throttles, never answers TransactionConflictException, never loses a reply after
+applying a write, and accepts keys and numbers that DynamoDB refuses. This WSGI middleware
+sits between the SDK and moto and does what DynamoDB does:
+
+Fidelity (always on): refuses, with DynamoDB's ValidationException,
+  - key values over 2048 bytes (partition) / 1024 bytes (sort), on reads as well as writes
+    (moto checks them on PutItem only);
+  - numbers outside DynamoDB's range (magnitude above 9.99..E+125 or below 1E-130, more
+    than 38 significant digits);
+  - items over 400 KB in PutItem, TransactWriteItems and BatchWriteItem puts.
+
+Faults (on command), in DynamoDB's exact wire shapes:
+  throttle        400 ThrottlingException
+  provisioned     400 ProvisionedThroughputExceededException
+  internal        500 InternalServerError
+  conflict        400 TransactionConflictException (PutItem, UpdateItem, DeleteItem)
+  cancel_conflict 400 TransactionCanceledException, reason TransactionConflict on one item
+  cancel_throttle 400 TransactionCanceledException, reason ThrottlingError on one item
+  not_found       400 ResourceNotFoundException (a table missing or being created)
+  creating        DescribeTable says CREATING; UpdateTimeToLive is refused; data calls
+                  answer ResourceNotFoundException (a table that is not active yet)
+  lost_reply      the request is applied, then the connection is closed with no reply
+  delay           the request is applied, the reply waits `seconds` (default 3.5, past the
+                  SDK's 3 s attempt timeout)
+
+Control, on the same port (JSON bodies):
+  POST   /_faults/rules   {"op": "PutItem" | "*", "fault": "...", "table": "...",
+                           "contains": "...", "skip": 0, "times": 1, "rate": 0.1,
+                           "item": 0, "seconds": 3.5}    -> {"id": n}
+         `times` injections after `skip` matching requests (deterministic), or, with
+         `rate`, each matching request with that probability (seeded, for chaos runs).
+         `table` and `contains` narrow what matches (a table named in the request; a
+         substring of the request body). `item`: which transaction item gets the reason.
+  DELETE /_faults/rules   {"table": "..."} removes that table's rules; {} removes all
+  GET    /_faults/rules   {"rules": [{"id", "fault", "op", "table", "fired"}]}
+  GET    /_faults/stats   {"injected": {fault: count}, "refused": {reason: count}}
+  POST   /_faults/seed    {"seed": 1}
+"""
+import json
+import random
+import re
+import socket
+import threading
+import time
+from decimal import Decimal, InvalidOperation
+
+PREFIX = "com.amazonaws.dynamodb.v20120810#"
+MAX_ITEM_BYTES = 400 * 1024
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
+WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+FAULTS = {
+    "throttle", "provisioned", "internal", "conflict", "cancel_conflict", "cancel_throttle",
+    "not_found", "creating", "lost_reply", "delay",
+}
+_SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
+
+
+def error(kind, message, status=400, **extra):
+    """An error answer as DynamoDB sends it: JSON 1.0 with `__type`."""
+    body = {"__type": PREFIX + kind, "message": message}
+    body.update(extra)
+    return status, body
+
+
+def validation(message):
+    return error("ValidationException", message)
+
+
+class Rule:
+    def __init__(self, spec, rid):
+        fault = spec.get("fault")
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; one of {sorted(FAULTS)}")
+        self.id = rid
+        self.fault = fault
+        self.op = spec.get("op", "*")
+        self.table = spec.get("table")
+        self.contains = spec.get("contains")
+        self.skip = int(spec.get("skip", 0))
+        self.times = spec.get("times", None if "rate" in spec else 1)
+        self.rate = spec.get("rate")
+        self.item = int(spec.get("item", 0))
+        self.seconds = float(spec.get("seconds", 3.5))
+        self.fired = 0
+
+    def describe(self):
+        return {"id": self.id, "fault": self.fault, "op": self.op, "table": self.table, "fired": self.fired}
+
+    def matches(self, op, tables, body):
+        if self.op != "*" and self.op != op:
+            return False
+        if self.table is not None and self.table not in tables:
+            return False
+        if self.contains is not None and self.contains not in body:
+            return False
+        return self.applies(op)
+
+    def applies(self, op):
+        """Whether this fault means anything for `op` (a conflict on a GetItem does not)."""
+        if self.fault == "conflict":
+            return op in ("PutItem", "UpdateItem", "DeleteItem")
+        if self.fault.startswith("cancel_"):
+            return op == "TransactWriteItems"
+        if self.fault == "creating":
+            return op not in ("CreateTable", "DeleteTable", "DescribeTimeToLive", "ListTables")
+        return True
+
+    def fire(self, rng):
+        """Whether this matching request gets the fault (counts it)."""
+        if self.skip > 0:
+            self.skip -= 1
+            return False
+        if self.rate is not None:
+            return rng.random() < float(self.rate)
+        if self.times is None or self.times > 0:
+            if self.times is not None:
+                self.times -= 1
+            return True
+        return False
+
+
+def tables_named(op, request):
+    """The tables a request names."""
+    if op in ("BatchWriteItem", "BatchGetItem"):
+        return set(request.get("RequestItems", {}))
+    if op in ("TransactWriteItems", "TransactGetItems"):
+        names = set()
+        for entry in request.get("TransactItems", []):
+            for action in entry.values():
+                if isinstance(action, dict) and "TableName" in action:
+                    names.add(action["TableName"])
+        return names
+    return {request["TableName"]} if "TableName" in request else set()
+
+
+def value_size(v):
+    """DynamoDB's size of an attribute value."""
+    (kind, x), = v.items()
+    if kind in ("S",):
+        return len(x.encode())
+    if kind == "B":
+        return b64_len(x)
+    if kind == "N":
+        return (len(x.lstrip("-").replace(".", "").strip("0")) + 1) // 2 + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + value_size(e) for e in x)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + value_size(e) for k, e in x.items())
+    if kind == "SS":
+        return sum(len(e.encode()) for e in x)
+    if kind == "NS":
+        return sum(value_size({"N": e}) for e in x)
+    if kind == "BS":
+        return sum(b64_len(e) for e in x)
+    return 0
+
+
+def b64_len(text):
+    """Decoded length of base64 `text` (binary values are base64 on the wire)."""
+    return len(text) * 3 // 4 - text[-2:].count("=")
+
+
+def item_size(item):
+    return sum(len(k.encode()) + value_size(v) for k, v in item.items())
+
+
+def number_problem(text):
+    """Why DynamoDB refuses the number `text`, or None."""
+    try:
+        d = Decimal(text)
+    except InvalidOperation:
+        return "The parameter cannot be converted to a numeric value"
+    if not d.is_finite():
+        return "The parameter cannot be converted to a numeric value"
+    if d == 0:
+        return None
+    digits = d.normalize().as_tuple().digits
+    if len(digits) > 38:
+        return "Attempting to store more than 38 significant digits in a Number"
+    if abs(d) > Decimal("9.9999999999999999999999999999999999999E+125"):
+        return "Number overflow. Attempting to store a number with magnitude larger than supported range"
+    if abs(d) < Decimal("1E-130"):
+        return "Number underflow. Attempting to store a number with magnitude smaller than supported range"
+    return None
+
+
+def numbers_in(v):
+    (kind, x), = v.items()
+    if kind == "N":
+        yield x
+    elif kind == "NS":
+        yield from x
+    elif kind == "L":
+        for e in x:
+            yield from numbers_in(e)
+    elif kind == "M":
+        for e in x.values():
+            yield from numbers_in(e)
+
+
+class Fidelity:
+    """The limits DynamoDB enforces and moto lets through."""
+
+    def __init__(self, key_names):
+        # key_names(region, table) -> (partition key names, sort key names), GSIs included
+        self.key_names = key_names
+
+    def check(self, op, request, region):
+        """A refusal (status, body), or None."""
+        for table, item, whole in self.items_written(op, request):
+            problem = self.check_keys(region, table, item)
+            if problem:
+                return problem
+            for v in item.values():
+                for text in numbers_in(v):
+                    reason = number_problem(text)
+                    if reason:
+                        return validation(reason)
+            if whole and item_size(item) > MAX_ITEM_BYTES:
+                return validation("Item size has exceeded the maximum allowed size")
+        for values in self.expression_values(op, request):
+            for v in values.values():
+                for text in numbers_in(v):
+                    reason = number_problem(text)
+                    if reason:
+                        return validation(reason)
+        return None
+
+    def check_keys(self, region, table, item):
+        hashes, ranges = self.key_names(region, table)
+        for name in hashes:
+            if name in item and value_size(item[name]) > MAX_PARTITION_KEY_BYTES:
+                return validation(
+                    "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of 2048 bytes"
+                )
+        for name in ranges:
+            if name in item and value_size(item[name]) > MAX_SORT_KEY_BYTES:
+                return validation(
+                    "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
+                )
+        return None
+
+    @staticmethod
+    def items_written(op, request):
+        """(table, attributes, is a whole item) for every item or key a request carries."""
+        if op == "PutItem":
+            yield request.get("TableName"), request.get("Item", {}), True
+        elif op in ("GetItem", "UpdateItem", "DeleteItem"):
+            yield request.get("TableName"), request.get("Key", {}), False
+        elif op == "BatchWriteItem":
+            for table, writes in request.get("RequestItems", {}).items():
+                for w in writes:
+                    if "PutRequest" in w:
+                        yield table, w["PutRequest"].get("Item", {}), True
+                    if "DeleteRequest" in w:
+                        yield table, w["DeleteRequest"].get("Key", {}), False
+        elif op == "BatchGetItem":
+            for table, spec in request.get("RequestItems", {}).items():
+                for key in spec.get("Keys", []):
+                    yield table, key, False
+        elif op in ("TransactWriteItems", "TransactGetItems"):
+            for entry in request.get("TransactItems", []):
+                for kind, action in entry.items():
+                    if kind == "Put":
+                        yield action.get("TableName"), action.get("Item", {}), True
+                    elif isinstance(action, dict) and "Key" in action:
+                        yield action.get("TableName"), action.get("Key", {}), False
+
+    @staticmethod
+    def expression_values(op, request):
+        if op == "TransactWriteItems":
+            for entry in request.get("TransactItems", []):
+                for action in entry.values():
+                    if isinstance(action, dict) and "ExpressionAttributeValues" in action:
+                        yield action["ExpressionAttributeValues"]
+        elif "ExpressionAttributeValues" in request:
+            yield request["ExpressionAttributeValues"]
+
+
+class FaultLayer:
+    """WSGI middleware: control endpoints, fidelity checks and faults around `app`.
+
+    `app` must be safe to call from several threads (local_dynamodb.py serialises it);
+    delays and dropped replies happen outside it, so they hold up no other request.
+    """
+
+    def __init__(self, app, key_names):
+        self.app = app
+        self.fidelity = Fidelity(key_names)
+        self.lock = threading.Lock()
+        self.rules = []
+        self.next_id = 1
+        self.rng = random.Random(0)
+        self.injected = {}
+        self.refused = {}
+
+    # control ---------------------------------------------------------------------------
+    def control(self, environ):
+        method = environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO", "")
+        body = read_body(environ)
+        spec = json.loads(body or b"{}")
+        with self.lock:
+            if path == "/_faults/rules" and method == "POST":
+                try:
+                    rule = Rule(spec, self.next_id)
+                except (ValueError, TypeError) as e:
+                    return 400, {"error": str(e)}
+                self.next_id += 1
+                self.rules.append(rule)
+                return 200, {"id": rule.id}
+            if path == "/_faults/rules" and method == "DELETE":
+                table = spec.get("table")
+                self.rules = [r for r in self.rules if table is not None and r.table != table]
+                return 200, {"rules": len(self.rules)}
+            if path == "/_faults/rules" and method == "GET":
+                return 200, {"rules": [r.describe() for r in self.rules]}
+            if path == "/_faults/stats" and method == "GET":
+                return 200, {"injected": dict(self.injected), "refused": dict(self.refused)}
+            if path == "/_faults/stats" and method == "DELETE":
+                self.injected.clear()
+                self.refused.clear()
+                return 200, {}
+            if path == "/_faults/seed" and method == "POST":
+                self.rng = random.Random(spec.get("seed", 0))
+                return 200, {}
+        return 404, {"error": f"no control endpoint {method} {path}"}
+
+    def pick(self, op, tables, body):
+        with self.lock:
+            for rule in self.rules:
+                if rule.matches(op, tables, body) and rule.fire(self.rng):
+                    rule.fired += 1
+                    self.injected[rule.fault] = self.injected.get(rule.fault, 0) + 1
+                    return rule
+        return None
+
+    # requests --------------------------------------------------------------------------
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO", "").startswith("/_faults/"):
+            status, answer = self.control(environ)
+            return respond(start_response, status, answer, content_type="application/json")
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB_20120810."):
+            return self.app(environ, start_response)
+        op = target.split(".", 1)[1]
+        body = read_body(environ)
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            return self.forward(environ, start_response, body)
+        region = region_of(environ)
+        refusal = self.fidelity.check(op, request, region)
+        if refusal:
+            with self.lock:
+                reason = refusal[1]["message"].split(".")[0][:60]
+                self.refused[reason] = self.refused.get(reason, 0) + 1
+            return respond(start_response, *refusal)
+        rule = self.pick(op, tables_named(op, request), body.decode("utf-8", "replace"))
+        if rule is None:
+            return self.forward(environ, start_response, body)
+        return self.inject(rule, op, request, environ, start_response, body)
+
+    def inject(self, rule, op, request, environ, start_response, body):
+        f = rule.fault
+        if f == "throttle":
+            return respond(start_response, *error("ThrottlingException", "Rate of requests exceeds the allowed throughput."))
+        if f == "provisioned":
+            return respond(start_response, *error(
+                "ProvisionedThroughputExceededException",
+                "The level of configured provisioned throughput for the table was exceeded. "
+                "Consider increasing your provisioning level with the UpdateTable API.",
+            ))
+        if f == "internal":
+            return respond(start_response, *error("InternalServerError", "Internal server error", status=500))
+        if f == "conflict":
+            return respond(start_response, *error("TransactionConflictException", "Transaction is ongoing for the item"))
+        if f.startswith("cancel_"):
+            n = len(request.get("TransactItems", []))
+            code, message = {
+                "cancel_conflict": ("TransactionConflict", "Transaction is ongoing for the item"),
+                "cancel_throttle": ("ThrottlingError", "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please try again shortly."),
+            }[f]
+            at = min(rule.item, max(n - 1, 0))
+            reasons = [{"Code": code, "Message": message} if i == at else {"Code": "None"} for i in range(n)]
+            listed = ", ".join(r["Code"] for r in reasons)
+            status, answer = 400, {
+                "__type": PREFIX + "TransactionCanceledException",
+                "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{listed}]",
+                "CancellationReasons": reasons,
+            }
+            return respond(start_response, status, answer)
+        if f == "not_found":
+            return respond(start_response, *error("ResourceNotFoundException", "Requested resource not found"))
+        if f == "creating":
+            if op == "DescribeTable":
+                status, headers, chunks = call(self.app, environ, body)
+                try:
+                    described = json.loads(b"".join(chunks))
+                    described["Table"]["TableStatus"] = "CREATING"
+                    return respond(start_response, 200, described, content_type="application/x-amz-json-1.0")
+                except (ValueError, KeyError):
+                    start_response(status, headers)
+                    return chunks
+            if op == "UpdateTimeToLive":
+                return respond(start_response, *error(
+                    "ResourceInUseException", f"Attempt to change a resource which is still in use: Table is being created: {request.get('TableName')}"
+                ))
+            return respond(start_response, *error("ResourceNotFoundException", "Requested resource not found"))
+        if f == "lost_reply":
+            call(self.app, environ, body)
+            drop_connection(environ)
+            return respond(start_response, 500, {"dropped": True})
+        if f == "delay":
+            status, headers, chunks = call(self.app, environ, body)
+            time.sleep(rule.seconds)
+            start_response(status, headers)
+            return chunks
+        raise AssertionError(f)
+
+    def forward(self, environ, start_response, body):
+        status, headers, chunks = call(self.app, environ, body)
+        start_response(status, headers)
+        return chunks
+
+
+def read_body(environ):
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    return environ["wsgi.input"].read(length) if length > 0 else b""
+
+
+def call(app, environ, body):
+    """Runs `app` on a request whose body was already read."""
+    import io
+
+    environ = dict(environ)
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    captured = {}
+
+    def start_response(status, headers, exc_info=None):
+        captured["status"], captured["headers"] = status, headers
+        return lambda _data: None
+
+    chunks = list(app(environ, start_response))
+    return captured["status"], captured["headers"], chunks
+
+
+def respond(start_response, status, answer, content_type="application/x-amz-json-1.0"):
+    data = json.dumps(answer).encode()
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error"}.get(status, "")
+    start_response(
+        f"{status} {reason}",
+        [("Content-Type", content_type), ("Content-Length", str(len(data))), ("x-amzn-RequestId", "fault-layer")],
+    )
+    return [data]
+
+
+def region_of(environ):
+    m = _SIGV4_REGION.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return m.group(1) if m else "us-east-1"
+
+
+def drop_connection(environ):
+    """Closes the client's connection without a reply: the write happened, the SDK never
+    hears of it."""
+    sock = environ.get("werkzeug.socket")
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass

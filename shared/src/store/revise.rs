@@ -1,0 +1,57 @@
+//! A new revision: the submission becomes the head, the old head is kept as `REV#<n>`, in
+//! one transaction conditioned on the revision number (optimistic concurrency).
+
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+
+use super::error::Transaction;
+use super::item::{item_size, n, revision_sk, s, Item};
+use super::submission::{id_and_revision, Submission};
+use super::{now_ms, Outcome, Store, StoreError, Stored};
+
+impl Store {
+    /// Makes the submission the head after `old`, keeping `old` as a revision. `Ok(None)`:
+    /// someone else changed the head first, or another transaction held it; read it again.
+    pub(super) async fn revise(&self, sub: &Submission, old: &Item) -> Result<Option<Stored>, StoreError> {
+        let (id, revision) = id_and_revision(old)?;
+        let created_at = old.get("created_at").cloned().unwrap_or_else(|| n(now_ms()));
+        let head = sub.head(id, revision + 1, &created_at);
+        let mut kept = old.clone();
+        kept.insert("sk".into(), s(revision_sk(revision)));
+        // Only heads are indexed.
+        kept.remove("id");
+        kept.remove("agent_key");
+        let bytes = sub.bytes + item_size(&kept);
+        let mut items = vec![
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(kept))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .build()?,
+                )
+                .build(),
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(head))
+                        .condition_expression("revision = :seen")
+                        .expression_attribute_values(":seen", n(revision))
+                        .build()?,
+                )
+                .build(),
+        ];
+        items.extend(self.confirm_chunks(sub)?);
+        Ok(match self.transact(items, 2).await? {
+            Transaction::Committed => Some(Stored {
+                id,
+                outcome: Outcome::Revised,
+                revision: revision + 1,
+                bytes_written: bytes,
+                requests: 0,
+            }),
+            Transaction::ConditionFailed | Transaction::Conflict => None,
+        })
+    }
+}

@@ -1,0 +1,302 @@
+//! The store under DynamoDB's real failure modes, injected by the local DynamoDB's fault
+//! layer (`scripts/dynamodb_faults.py`), and with several instances (each `Store` has its
+//! own id block, as each Lambda instance does). Each test names the fault it needs; nothing
+//! is random.
+#![cfg(feature = "aws")]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use call_ingest::call::{ingest, CallDocument, Operation};
+use call_ingest::store::{item, tables, Outcome, Owner, Store, StoreError};
+use serde_json::{json, Value};
+use support::{small_call, Tables};
+
+const OWNER: Owner<'static> = Owner { workspace_id: 1, agent_id: "agt_test" };
+
+fn store(t: &Tables) -> Store {
+    Store::new(t.client.clone(), t.calls.clone(), 10)
+}
+
+/// A call of about `bytes` bytes: over 350 KB compressed, so it is stored in chunks.
+fn large_call(call_id: &str, bytes: usize) -> (CallDocument, Vec<u8>) {
+    let mut body: Value = serde_json::from_slice(&callgen::create_call_bytes(bytes, 5)).unwrap();
+    body["call_id"] = Value::from(call_id);
+    let raw = serde_json::to_vec(&body).unwrap();
+    (ingest(Operation::CreateCall, &raw).expect("valid call"), raw)
+}
+
+fn call_with(call_id: &str, change: impl FnOnce(&mut Value)) -> (CallDocument, Vec<u8>) {
+    let (_, raw) = small_call(call_id, "x");
+    let mut body: Value = serde_json::from_slice(&raw).unwrap();
+    change(&mut body);
+    let raw = serde_json::to_vec(&body).unwrap();
+    (ingest(Operation::CreateCall, &raw).expect("valid call"), raw)
+}
+
+#[tokio::test]
+async fn concurrent_first_submissions_of_a_chunked_call_give_one_id_and_one_new() {
+    let t = Tables::new().await;
+    let (doc, raw) = large_call("big-race", 1_800_000);
+    let (doc, raw) = (Arc::new(doc), Arc::new(raw));
+    // Six instances, each with its own id block.
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let (store, doc, raw) = (Arc::new(store(&t)), doc.clone(), raw.clone());
+            tokio::spawn(async move { store.put_call(OWNER, &doc, &raw).await })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.unwrap().expect("every submission is stored, none is told to retry"));
+    }
+    assert_eq!(results.iter().filter(|r| r.is_new()).count(), 1, "{results:?}");
+    assert!(results.iter().all(|r| r.id == results[0].id), "{results:?}");
+    let back = store(&t).get_call(1, "big-race", true).await.unwrap().unwrap();
+    assert_eq!((back.current.revision, back.revisions.len()), (1, 0));
+    assert_eq!(back.current.raw, *raw);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_transaction_conflict_on_the_creating_put_is_retried() {
+    let t = Tables::new().await;
+    let rule = t.fault(json!({"op": "PutItem", "fault": "conflict", "times": 2}));
+    let (doc, raw) = small_call("conflicted", "x");
+    let stored = store(&t).put_call(OWNER, &doc, &raw).await.expect("stored after the conflict passed");
+    assert_eq!((stored.outcome, t.fired(rule)), (Outcome::Created, 2));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_conflict_that_lasts_is_try_again_not_internal() {
+    let t = Tables::new().await;
+    t.fault(json!({"op": "PutItem", "fault": "conflict", "times": 1000}));
+    let (doc, raw) = small_call("held", "x");
+    let result = store(&t).put_call(OWNER, &doc, &raw).await;
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_transaction_cancelled_for_throttling_is_try_again() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc1, raw1) = small_call("throttled", "one");
+    store.put_call(OWNER, &doc1, &raw1).await.unwrap();
+    // The head put (item 1) is throttled; the revision put (item 0) passes its condition.
+    t.fault(json!({"op": "TransactWriteItems", "fault": "cancel_throttle", "item": 1, "times": 1000}));
+    let (doc2, raw2) = small_call("throttled", "two");
+    let result = store.put_call(OWNER, &doc2, &raw2).await;
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
+    t.clear_faults(&t.calls);
+    assert_eq!(store.put_call(OWNER, &doc2, &raw2).await.unwrap().outcome, Outcome::Revised, "a retry succeeds");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_transaction_cancelled_for_a_conflict_is_retried() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc1, raw1) = small_call("conflict-rev", "one");
+    store.put_call(OWNER, &doc1, &raw1).await.unwrap();
+    let rule = t.fault(json!({"op": "TransactWriteItems", "fault": "cancel_conflict", "item": 1, "times": 3}));
+    let (doc2, raw2) = small_call("conflict-rev", "two");
+    let stored = store.put_call(OWNER, &doc2, &raw2).await.unwrap();
+    assert_eq!((stored.outcome, stored.revision, t.fired(rule)), (Outcome::Revised, 2, 3));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_lost_reply_to_the_creating_put_still_answers_new() {
+    let t = Tables::new().await;
+    let rule = t.fault(json!({"op": "PutItem", "fault": "lost_reply"}));
+    let (doc, raw) = small_call("lost-create", "x");
+    let stored = store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
+    assert_eq!(t.fired(rule), 1, "the reply was dropped once and the SDK retried");
+    assert_eq!((stored.outcome, stored.revision), (Outcome::Created, 1));
+    let head = store(&t).raw_head(1, "lost-create").await.unwrap().unwrap();
+    assert_eq!(item::get_u64(&head, "id"), Some(stored.id));
+    // Anyone else submitting it now is told it existed.
+    let again = store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
+    assert_eq!((again.outcome, again.id), (Outcome::Unchanged, stored.id));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_reply_delayed_past_the_attempt_timeout_still_answers_new() {
+    let t = Tables::new().await;
+    let rule = t.fault(json!({"op": "PutItem", "fault": "delay", "seconds": 3.5}));
+    let (doc, raw) = small_call("slow-create", "x");
+    let stored = store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
+    assert_eq!((t.fired(rule), stored.outcome), (1, Outcome::Created));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_lost_reply_to_a_chunked_create_still_answers_new() {
+    let t = Tables::new().await;
+    let rule = t.fault(json!({"op": "TransactWriteItems", "fault": "lost_reply"}));
+    let (doc, raw) = large_call("lost-big", 1_800_000);
+    let stored = store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
+    assert_eq!((t.fired(rule), stored.outcome), (1, Outcome::Created));
+    let back = store(&t).get_call(1, "lost-big", false).await.unwrap().unwrap();
+    assert_eq!(back.current.raw, raw);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_lost_reply_to_a_revision_still_answers_revised() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc1, raw1) = small_call("lost-rev", "one");
+    store.put_call(OWNER, &doc1, &raw1).await.unwrap();
+    let rule = t.fault(json!({"op": "TransactWriteItems", "fault": "lost_reply"}));
+    let (doc2, raw2) = small_call("lost-rev", "two");
+    let stored = store.put_call(OWNER, &doc2, &raw2).await.unwrap();
+    assert_eq!((t.fired(rule), stored.outcome, stored.revision), (1, Outcome::Revised, 2));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn the_same_document_under_another_agent_is_a_revision() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = small_call("moved", "x");
+    let first = store.put_call(Owner { workspace_id: 1, agent_id: "agt_old" }, &doc, &raw).await.unwrap();
+    let second = store.put_call(Owner { workspace_id: 1, agent_id: "agt_new" }, &doc, &raw).await.unwrap();
+    assert_eq!((second.id, second.outcome, second.revision), (first.id, Outcome::Revised, 2));
+    let call = store.get_call(1, "moved", true).await.unwrap().unwrap();
+    assert_eq!(call.agent_id, "agt_new", "the call is now the new agent's");
+    let head = store.raw_head(1, "moved").await.unwrap().unwrap();
+    assert_eq!(item::get_s(&head, "agent_key"), Some("1#agt_new"), "listed under the new agent");
+    // And the same again under the new agent is a replay.
+    let third = store.put_call(Owner { workspace_id: 1, agent_id: "agt_new" }, &doc, &raw).await.unwrap();
+    assert_eq!(third.outcome, Outcome::Unchanged);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn costs_dynamodb_cannot_hold_are_kept_in_the_document_only() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    for (call_id, cost) in [("huge-cost", json!(1e200)), ("tiny-cost", json!(1e-200))] {
+        let (doc, raw) = call_with(call_id, |b| b["call_cost"] = cost.clone());
+        let stored = store.put_call(OWNER, &doc, &raw).await.unwrap_or_else(|e| panic!("{call_id}: {e}"));
+        assert!(stored.is_new());
+        let head = store.raw_head(1, call_id).await.unwrap().unwrap();
+        assert!(!head.contains_key("call_cost"), "{call_id}: not an indexed number");
+        let back = store.get_call(1, call_id, false).await.unwrap().unwrap();
+        assert_eq!(back.current.document["call"]["call_cost"], cost, "{call_id}: in the document as sent");
+    }
+    let (doc, raw) = call_with("exact-cost", |b| b["call_cost"] = json!(9_007_199_254_740_993_u64));
+    store.put_call(OWNER, &doc, &raw).await.unwrap();
+    let head = store.raw_head(1, "exact-cost").await.unwrap().unwrap();
+    assert_eq!(head["call_cost"].as_n().map(String::as_str), Ok("9007199254740993"), "2^53 + 1, not rounded");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_read_during_a_revision_lists_each_revision_once() {
+    let t = Tables::new().await;
+    let writer = Arc::new(store(&t));
+    for summary in ["one", "two"] {
+        let (doc, raw) = small_call("read-race", summary);
+        writer.put_call(OWNER, &doc, &raw).await.unwrap();
+    }
+    // The reader's head read is answered a second late; revision 3 commits meanwhile.
+    let rule = t.fault(json!({"op": "GetItem", "fault": "delay", "seconds": 1.0}));
+    let reader = Arc::new(store(&t));
+    let read = tokio::spawn(async move { reader.get_call(1, "read-race", true).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (doc3, raw3) = small_call("read-race", "three");
+    assert_eq!(writer.put_call(OWNER, &doc3, &raw3).await.unwrap().revision, 3);
+    let call = read.await.unwrap().unwrap().unwrap();
+    assert_eq!(t.fired(rule), 1);
+    assert_eq!(call.current.revision, 2, "the head as it was read");
+    let listed: Vec<u64> = call.revisions.iter().map(|r| r.revision).collect();
+    assert_eq!(listed, vec![1], "exactly the revisions before that head");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn replays_consume_no_ids() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = small_call("replayed", "x");
+    let first = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    for _ in 0..5 {
+        assert_eq!(store.put_call(OWNER, &doc, &raw).await.unwrap().outcome, Outcome::Unchanged);
+    }
+    let (doc, raw) = small_call("next", "x");
+    let next = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    assert_eq!(next.id, first.id + 1, "the replays gave their ids back");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_table_that_is_missing_or_not_active_is_try_again() {
+    let t = Tables::new().await;
+    let (doc, raw) = small_call("nowhere", "x");
+    let missing = Store::new(t.client.clone(), format!("{}-missing", t.calls), 10);
+    let result = missing.put_call(OWNER, &doc, &raw).await;
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "missing table: {result:?}");
+    t.fault(json!({"op": "*", "fault": "creating", "times": 1000}));
+    let result = store(&t).put_call(OWNER, &doc, &raw).await;
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "table being created: {result:?}");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn throttling_beyond_the_sdk_retries_is_try_again_and_writes_nothing() {
+    let t = Tables::new().await;
+    t.fault(json!({"op": "PutItem", "fault": "throttle", "times": 3}));
+    let (doc, raw) = small_call("throttled-put", "x");
+    let result = store(&t).put_call(OWNER, &doc, &raw).await;
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
+    assert!(store(&t).raw_head(1, "throttled-put").await.unwrap().is_none());
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn tables_create_waits_until_the_table_is_active() {
+    let t = Tables::new().await;
+    let name = format!("{}-new", t.calls);
+    let rule = t.fault(json!({"op": "*", "fault": "creating", "times": 3, "table": name}));
+    tables::CALLS.create(&t.client, &name).await.expect("created once active");
+    assert_eq!(t.fired(rule), 3, "it asked until the table was active");
+    let ttl = t.client.describe_time_to_live().table_name(&name).send().await.unwrap();
+    let status = ttl.time_to_live_description().and_then(|d| d.time_to_live_status().cloned());
+    assert_eq!(status, Some(aws_sdk_dynamodb::types::TimeToLiveStatus::Enabled));
+    let _ = t.client.delete_table().table_name(&name).send().await;
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn tables_create_on_an_existing_table_fails_when_it_cannot_turn_ttl_on() {
+    let t = Tables::new().await;
+    t.client
+        .update_time_to_live()
+        .table_name(&t.calls)
+        .time_to_live_specification(
+            aws_sdk_dynamodb::types::TimeToLiveSpecification::builder()
+                .attribute_name(tables::TTL_ATTRIBUTE)
+                .enabled(false)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("TTL off");
+    t.fault(json!({"op": "UpdateTimeToLive", "fault": "throttle", "times": 3}));
+    let result = tables::CALLS.create(&t.client, &t.calls).await;
+    assert!(result.is_err(), "TTL stayed off: {result:?}");
+    t.clear_faults(&t.calls);
+    assert!(!tables::CALLS.create(&t.client, &t.calls).await.unwrap(), "exists");
+    let ttl = t.client.describe_time_to_live().table_name(&t.calls).send().await.unwrap();
+    let status = ttl.time_to_live_description().and_then(|d| d.time_to_live_status().cloned());
+    assert_eq!(status, Some(aws_sdk_dynamodb::types::TimeToLiveStatus::Enabled));
+    t.delete().await;
+}
