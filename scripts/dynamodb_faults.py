@@ -179,12 +179,13 @@ def number_problem(text):
         return "The parameter cannot be converted to a numeric value"
     if d == 0:
         return None
-    digits = d.normalize().as_tuple().digits
+    # Exact arithmetic only: Decimal's context would round to 28 digits.
+    digits = "".join(map(str, d.as_tuple().digits)).strip("0")
     if len(digits) > 38:
         return "Attempting to store more than 38 significant digits in a Number"
-    if abs(d) > Decimal("9.9999999999999999999999999999999999999E+125"):
+    if d.copy_abs() > Decimal("9.9999999999999999999999999999999999999E+125"):
         return "Number overflow. Attempting to store a number with magnitude larger than supported range"
-    if abs(d) < Decimal("1E-130"):
+    if d.copy_abs() < Decimal("1E-130"):
         return "Number underflow. Attempting to store a number with magnitude smaller than supported range"
     return None
 

@@ -2,11 +2,15 @@
 # `make run`: the local stack. DynamoDB (moto) on 127.0.0.1:$1, the tables, a development
 # workspace, agent and API key (kept in .local/dev.json and re-created from it after a
 # restart, so the same key keeps working), then both functions on http://127.0.0.1:$2 at
-# their production paths until interrupted. Stops what it started.
+# their production paths until interrupted, with $3 instances per function (default 8),
+# each its own process, as Lambda runs many at once. The local DynamoDB serves behind the
+# fault layer (scripts/dynamodb_faults.py), which refuses what DynamoDB refuses; no fault
+# is injected unless asked for. Stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DYNAMODB_PORT=${1:-8000}
 API_PORT=${2:-9000}
+INSTANCES=${3:-8}
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:${DYNAMODB_PORT}"
 export AWS_REGION=${AWS_REGION:-us-east-1}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
@@ -32,5 +36,5 @@ callctl="${target}/debug/callctl"
 .venv/bin/python scripts/dev_setup.py "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json
 .venv/bin/python scripts/dev_setup.py --curl .local/dev.json
 
-echo "Serving both functions on http://127.0.0.1:${API_PORT} (Ctrl-C stops everything)."
-cargo lambda watch -A 127.0.0.1 -P "${API_PORT}"
+echo "Serving both functions on http://127.0.0.1:${API_PORT}, ${INSTANCES} instances each (Ctrl-C stops everything)."
+cargo lambda watch -A 127.0.0.1 -P "${API_PORT}" --concurrency "${INSTANCES}"

@@ -1,0 +1,230 @@
+"""The local stack as a client sees it, for the HTTP tests (tests/e2e) and `make chaos`.
+
+    with Stack(instances=8) as stack:
+        stack.post_create_call(body)          # POST /api/v1/public/call?workspace_id=…
+        stack.faults.add({"op": "PutItem", "fault": "throttle", "times": 1})
+
+Starts the local DynamoDB (moto behind the fault layer) on a free port, creates the tables
+and a workspace, agent and API key with callctl, then serves both functions with
+`cargo lambda watch --concurrency N` on another free port: N instances per function, each
+its own process with its own id block and directory cache, as Lambda runs them. Stops
+everything it started on exit.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import dev_setup  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def target_dir():
+    return os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+
+
+class Answer:
+    """An HTTP answer: status, headers (lower-case names), parsed JSON body or None."""
+
+    def __init__(self, status, headers, raw):
+        self.status = status
+        self.headers = {k.lower(): v for k, v in headers}
+        self.raw = raw
+        try:
+            self.body = json.loads(raw) if raw else None
+        except ValueError:
+            self.body = None
+
+    def __repr__(self):
+        return f"Answer({self.status}, {self.raw[:200]!r})"
+
+
+def request(method, url, body=None, headers=None, timeout=30):
+    """One HTTP request; a connection failure raises OSError."""
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return Answer(r.status, r.getheaders(), r.read())
+    except urllib.error.HTTPError as e:
+        return Answer(e.code, e.headers.items(), e.read())
+
+
+class Faults:
+    """The fault layer's control endpoints (see scripts/dynamodb_faults.py)."""
+
+    def __init__(self, endpoint):
+        self.endpoint = endpoint
+
+    def _call(self, method, path, spec=None):
+        a = request(method, self.endpoint + path, json.dumps(spec or {}).encode(), {"Content-Type": "application/json"})
+        if a.status != 200:
+            raise RuntimeError(f"fault layer: {a.status} {a.raw!r}")
+        return a.body
+
+    def add(self, rule):
+        return self._call("POST", "/_faults/rules", rule)["id"]
+
+    def clear(self):
+        self._call("DELETE", "/_faults/rules", {})
+
+    def rules(self):
+        return self._call("GET", "/_faults/rules")["rules"]
+
+    def stats(self):
+        return self._call("GET", "/_faults/stats")
+
+    def reset_stats(self):
+        self._call("DELETE", "/_faults/stats")
+
+    def seed(self, seed):
+        self._call("POST", "/_faults/seed", {"seed": seed})
+
+
+class Stack:
+    def __init__(self, instances=8, log=None):
+        self.instances = instances
+        self.log = log or open(os.devnull, "w")
+        self.procs = []
+        self.tmp = tempfile.mkdtemp(prefix="call-ingest-stack-")
+        self.env = dict(os.environ)
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self):
+        python = os.path.join(ROOT, ".venv", "bin", "python")
+        ddb = subprocess.Popen(
+            [python, os.path.join(ROOT, "scripts", "local_dynamodb.py"), "--port", "0", "--watch-stdin"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+        )
+        self.procs.append(ddb)
+        line = ddb.stdout.readline()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"local DynamoDB did not start: {line!r}")
+        self.dynamodb = f"http://127.0.0.1:{line.split()[1]}"
+        self.faults = Faults(self.dynamodb)
+        tag = f"{os.getpid()}-{int(time.time())}"
+        self.env.update({
+            "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb,
+            "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+            "CALLS_TABLE": f"calls-{tag}", "DIRECTORY_TABLE": f"directory-{tag}",
+            "RUST_LOG": self.env.get("RUST_LOG", "warn"),
+            "PATH": os.path.join(ROOT, ".venv", "bin") + os.pathsep + self.env.get("PATH", ""),
+        })
+        self.calls_table = self.env["CALLS_TABLE"]
+        self.callctl = os.path.join(target_dir(), "debug", "callctl")
+        subprocess.run(["cargo", "build", "--quiet", "-p", "callctl", "-p", "callgen"], cwd=ROOT, env=self.env,
+                       check=True, stdout=self.log, stderr=self.log)
+        self.ctl("tables", "create")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        old_env = dict(os.environ)
+        os.environ.update(self.env)
+        try:
+            with open(os.devnull, "w") as quiet:
+                stdout, sys.stdout = sys.stdout, quiet
+                try:
+                    self.dev = dev_setup.setup(self.callctl, self.url, os.path.join(self.tmp, "dev.json"))
+                finally:
+                    sys.stdout = stdout
+        finally:
+            os.environ.clear()
+            os.environ.update(old_env)
+        watch = subprocess.Popen(
+            ["cargo", "lambda", "watch", "-A", "127.0.0.1", "-P", str(self.port),
+             "--concurrency", str(self.instances), "--ignore-changes"],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log, start_new_session=True,
+        )
+        self.procs.append(watch)
+        self.wait_until_serving(watch)
+
+    def wait_until_serving(self, watch, within=900):
+        """Until both functions answer (the first start compiles them)."""
+        deadline = time.time() + within
+        for path in ("/v1/calls", "/api/v1/public/call"):
+            while True:
+                if watch.poll() is not None:
+                    raise RuntimeError("cargo lambda watch exited")
+                try:
+                    a = request("POST", self.url + path, b"{}", {"Content-Type": "application/json"}, timeout=120)
+                    if a.status == 401:
+                        break
+                except OSError:
+                    pass
+                if time.time() > deadline:
+                    raise RuntimeError(f"{path} did not answer within {within} s")
+                time.sleep(0.5)
+
+    def stop(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        p.kill()
+        self.procs = []
+
+    # clients -----------------------------------------------------------------------------
+    def ctl(self, *args):
+        """callctl --json …, parsed; raises on failure."""
+        out = subprocess.run([self.callctl, "--json", *map(str, args)], env=self.env, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"callctl {' '.join(map(str, args))}: {out.stderr.strip()}")
+        return json.loads(out.stdout) if out.stdout.strip() else None
+
+    def callgen(self, *args):
+        """A generated operation B body (testsupport/callgen): `callgen("--bytes", 1800000)`."""
+        exe = os.path.join(target_dir(), "debug", "callgen")
+        return subprocess.run([exe, *map(str, args)], check=True, capture_output=True).stdout
+
+    def auth(self, extra=None):
+        headers = {"Authorization": f"Bearer {self.dev['api_key']}", "Content-Type": "application/json"}
+        headers.update(extra or {})
+        return headers
+
+    def post_create_call(self, body, agent=None, timeout=30):
+        remote = agent or self.dev["agent_remote_identifier"]
+        url = f"{self.url}/api/v1/public/call?workspace_id={self.dev['workspace_id']}&agent_remote_identifier={remote}"
+        return request("POST", url, body, self.auth(), timeout=timeout)
+
+    def post_send_call_data(self, body, timeout=30):
+        return request("POST", f"{self.url}/v1/calls", body, self.auth(), timeout=timeout)
+
+    def get_call(self, call_id):
+        """The stored call with its revisions and raw bodies (callctl), or None."""
+        try:
+            return self.ctl("call", "get", "--workspace", self.dev["workspace_id"], "--call-id", call_id,
+                            "--revisions", "--raw")
+        except RuntimeError as e:
+            if "no such call" in str(e):
+                return None
+            raise

@@ -1,0 +1,26 @@
+"""The local stack (scripts/stack.py) for every HTTP test of a run: the local DynamoDB
+behind its fault layer and both functions with several instances each."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+
+from stack import Stack  # noqa: E402
+
+INSTANCES = 8
+
+
+@pytest.fixture(scope="session")
+def stack():
+    log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "call-ingest-e2e-stack.log"), "w")
+    with Stack(instances=INSTANCES, log=log) as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def no_faults_left(stack):
+    """Each test sets the faults it needs; none outlive it."""
+    yield
+    stack.faults.clear()

@@ -1,0 +1,134 @@
+"""The HTTP API as a client sees it, with several instances per function and DynamoDB's
+faults injected by name (each test names the fault it needs)."""
+import json
+import threading
+import time
+import uuid
+
+from chaos import BROKEN, run as chaos_run
+
+
+def body_for(stack, call_id, summary="x", **fields):
+    body = json.loads(stack.callgen("--minutes", 0.3, "--seed", 3))
+    body["call_id"] = call_id
+    body.setdefault("call_analysis", {})["call_summary"] = summary
+    body.update(fields)
+    return json.dumps(body).encode()
+
+
+def at_once(n, fn):
+    """Runs fn(i) for i in range(n) on n threads started together; answers the results."""
+    results = [None] * n
+    gate = threading.Barrier(n)
+
+    def one(i):
+        gate.wait()
+        results[i] = fn(i)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def unique(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_several_instances_serve_requests_at_the_same_time(stack):
+    # Each create's reply is held for a second: one instance would take 8 s for 8 calls.
+    stack.faults.add({"op": "PutItem", "fault": "delay", "seconds": 1.0, "times": 8, "table": stack.calls_table})
+    bodies = [body_for(stack, unique("parallel")) for _ in range(8)]
+    started = time.time()
+    answers = at_once(8, lambda i: stack.post_create_call(bodies[i]))
+    elapsed = time.time() - started
+    assert [a.status for a in answers] == [201] * 8, answers
+    assert elapsed < 5, f"8 requests took {elapsed:.1f} s: not served concurrently"
+
+
+def test_concurrent_first_submissions_of_a_chunked_call_give_one_id_and_one_new(stack):
+    body = json.loads(stack.callgen("--bytes", 1_800_000, "--seed", 9))
+    body["call_id"] = unique("big-race")
+    raw = json.dumps(body).encode()
+    answers = at_once(6, lambda i: stack.post_create_call(raw, timeout=60))
+    statuses = sorted(a.status for a in answers)
+    assert statuses == [200] * 5 + [201], answers
+    assert len({a.body["id"] for a in answers}) == 1
+    assert sum(a.body["is_new"] for a in answers) == 1
+    stored = stack.get_call(body["call_id"])
+    assert stored["raw"].encode() == raw and stored.get("revisions") == []
+
+
+def test_concurrent_revisions_are_all_kept(stack):
+    call_id = unique("revisions")
+    first = stack.post_create_call(body_for(stack, call_id, "v0"))
+    assert first.status == 201
+    bodies = [body_for(stack, call_id, f"v{i + 1}") for i in range(6)]
+    answers = at_once(6, lambda i: stack.post_create_call(bodies[i]))
+    assert [a.status for a in answers] == [200] * 6, answers
+    assert {a.body["id"] for a in answers} == {first.body["id"]}
+    stored = stack.get_call(call_id)
+    kept = {stored["raw"].encode()} | {r["raw"].encode() for r in stored["revisions"]}
+    assert kept == set(bodies) | {body_for(stack, call_id, "v0")}
+    assert stored["current"]["revision"] == 7
+
+
+def test_a_transient_fault_is_503_with_retry_after_and_a_retry_succeeds(stack):
+    body = body_for(stack, unique("transient"))
+    for fault in ("conflict", "throttle", "not_found"):
+        stack.faults.add({"op": "PutItem", "fault": fault, "times": 1000, "table": stack.calls_table})
+        a = stack.post_create_call(body)
+        assert a.status == 503, (fault, a)
+        assert a.headers.get("retry-after") and a.headers.get("x-request-id"), (fault, a.headers)
+        assert a.headers["content-type"].startswith("application/problem+json")
+        stack.faults.clear()
+    a = stack.post_create_call(body)
+    assert (a.status, a.body["is_new"]) == (201, True)
+
+
+def test_a_transaction_cancelled_for_throttling_is_503(stack):
+    call_id = unique("cancelled")
+    assert stack.post_create_call(body_for(stack, call_id, "one")).status == 201
+    stack.faults.add({"op": "TransactWriteItems", "fault": "cancel_throttle", "item": 1, "times": 1000,
+                      "table": stack.calls_table})
+    a = stack.post_create_call(body_for(stack, call_id, "two"))
+    assert a.status == 503 and a.headers.get("retry-after"), a
+
+
+def test_a_lost_reply_to_the_create_still_answers_new(stack):
+    call_id = unique("lost-reply")
+    body = body_for(stack, call_id)
+    stack.faults.add({"op": "PutItem", "fault": "lost_reply", "times": 1, "table": stack.calls_table})
+    a = stack.post_create_call(body)
+    assert (a.status, a.body["is_new"]) == (201, True), a
+    again = stack.post_create_call(body)
+    assert (again.status, again.body["is_new"], again.body["id"]) == (200, False, a.body["id"])
+
+
+def test_a_cost_dynamodb_cannot_hold_is_stored(stack):
+    call_id = unique("cost")
+    a = stack.post_create_call(body_for(stack, call_id, call_cost=1e200))
+    assert a.status == 201, a
+    assert stack.get_call(call_id)["current"]["document"]["call"]["call_cost"] == 1e200
+
+
+def test_the_same_content_under_another_agent_is_a_revision(stack):
+    ws = stack.dev["workspace_id"]
+    other = unique("other-agent")
+    agent = stack.ctl("agent", "create", "--workspace", ws, "--remote-id", other, "--name", "Other agent")
+    call_id = unique("moved")
+    body = body_for(stack, call_id)
+    first = stack.post_create_call(body)
+    moved = stack.post_create_call(body, agent=other)
+    assert (first.status, moved.status, moved.body["id"]) == (201, 200, first.body["id"])
+    stored = stack.get_call(call_id)
+    assert stored["agent_id"] == agent["id"] and stored["current"]["revision"] == 2
+
+
+def test_a_short_chaos_run_keeps_every_promise(stack):
+    report, injected = chaos_run(stack, seconds=20, seed=7, workers=6)
+    assert sum(injected.values()) > 0, "faults were injected"
+    assert report["acknowledged"] > 0
+    assert {k: report[k] for k in BROKEN} == {k: 0 for k in BROKEN}, report
