@@ -8,7 +8,8 @@ Clients submit small calls and chunked calls (about 1.8 MB), replays of the same
 and concurrent revisions, and retry like real ones: on a network error, 408, 429 or 5xx,
 up to 4 attempts with backoff (honouring Retry-After). The fault layer answers
 throttling, internal errors, transaction conflicts and cancellations, drops replies of
-applied writes and delays replies past the SDK's attempt timeout, at random (seeded).
+applied writes, applies stuck writes after their retry, and delays replies past the SDK's
+attempt timeout, at random (seeded).
 
 Then, with faults off, every call is read back (callctl) and the table printed. Exit 1
 when a promise broke: lost (acknowledged, not stored as current or as a revision),
@@ -37,7 +38,7 @@ FAULTS = [
     ("cancel_throttle", "TransactWriteItems", 0.03),
     ("lost_reply", "PutItem", 0.03),
     ("lost_reply", "TransactWriteItems", 0.03),
-    ("lost_reply", "BatchWriteItem", 0.02),
+    ("late", "PutItem", 0.01),
     ("delay", "PutItem", 0.01),
     ("delay", "TransactWriteItems", 0.01),
 ]

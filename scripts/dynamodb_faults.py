@@ -18,10 +18,14 @@ Faults (on command), in DynamoDB's exact wire shapes:
   conflict        400 TransactionConflictException (PutItem, UpdateItem, DeleteItem)
   cancel_conflict 400 TransactionCanceledException, reason TransactionConflict on one item
   cancel_throttle 400 TransactionCanceledException, reason ThrottlingError on one item
+  gateway         502 with a plain-text body and no error code (a proxy or load balancer)
   not_found       400 ResourceNotFoundException (a table missing or being created)
   creating        DescribeTable says CREATING; UpdateTimeToLive is refused; data calls
                   answer ResourceNotFoundException (a table that is not active yet)
   lost_reply      the request is applied, then the connection is closed with no reply
+  late            the connection is closed at once with no reply, and the request is
+                  applied `seconds` later (an attempt stuck in the network that arrives
+                  after the SDK's retry)
   delay           the request is applied, the reply waits `seconds` (default 3.5, past the
                   SDK's 3 s attempt timeout)
 
@@ -52,8 +56,8 @@ MAX_PARTITION_KEY_BYTES = 2048
 MAX_SORT_KEY_BYTES = 1024
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 FAULTS = {
-    "throttle", "provisioned", "internal", "conflict", "cancel_conflict", "cancel_throttle",
-    "not_found", "creating", "lost_reply", "delay",
+    "throttle", "provisioned", "internal", "gateway", "conflict", "cancel_conflict", "cancel_throttle",
+    "not_found", "creating", "lost_reply", "late", "delay",
 }
 _SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
 
@@ -379,6 +383,9 @@ class FaultLayer:
             ))
         if f == "internal":
             return respond(start_response, *error("InternalServerError", "Internal server error", status=500))
+        if f == "gateway":
+            start_response("502 Bad Gateway", [("Content-Type", "text/plain"), ("Content-Length", "11")])
+            return [b"Bad Gateway"]
         if f == "conflict":
             return respond(start_response, *error("TransactionConflictException", "Transaction is ongoing for the item"))
         if f.startswith("cancel_"):
@@ -417,6 +424,12 @@ class FaultLayer:
             call(self.app, environ, body)
             drop_connection(environ)
             return respond(start_response, 500, {"dropped": True})
+        if f == "late":
+            timer = threading.Timer(rule.seconds, call, (self.app, environ, body))
+            timer.daemon = True
+            timer.start()
+            drop_connection(environ)
+            return respond(start_response, 500, {"dropped": True})
         if f == "delay":
             status, headers, chunks = call(self.app, environ, body)
             time.sleep(rule.seconds)
@@ -442,7 +455,7 @@ def call(app, environ, body):
     """Runs `app` on a request whose body was already read."""
     import io
 
-    environ = dict(environ)
+    environ = {k: v for k, v in environ.items() if k != "werkzeug.socket"}
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     captured = {}

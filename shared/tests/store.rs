@@ -25,12 +25,13 @@ fn heads(items: &[item::Item]) -> usize {
 #[tokio::test]
 async fn fifty_concurrent_creations_yield_one_new_call_and_one_id() {
     let t = Tables::new().await;
-    let store = Arc::new(store(&t));
+    // Five instances, each with its own id block, as five Lambda instances.
+    let stores: Vec<Arc<Store>> = (0..5).map(|_| Arc::new(store(&t))).collect();
     let (doc, raw) = small_call("race-1", "same");
     let (doc, raw) = (Arc::new(doc), Arc::new(raw));
     let tasks: Vec<_> = (0..50)
-        .map(|_| {
-            let (store, doc, raw) = (store.clone(), doc.clone(), raw.clone());
+        .map(|i| {
+            let (store, doc, raw) = (stores[i % 5].clone(), doc.clone(), raw.clone());
             tokio::spawn(async move { store.put_call(OWNER, &doc, &raw).await })
         })
         .collect();
@@ -119,10 +120,11 @@ async fn different_content_becomes_revision_two_and_keeps_revision_one_byte_for_
 #[tokio::test]
 async fn ten_concurrent_different_submissions_are_all_kept() {
     let t = Tables::new().await;
-    let store = Arc::new(store(&t));
+    let stores: Vec<Arc<Store>> = (0..5).map(|_| Arc::new(store(&t))).collect();
+    let store = stores[0].clone();
     let tasks: Vec<_> = (0..10)
         .map(|i| {
-            let store = store.clone();
+            let store = stores[i % 5].clone();
             tokio::spawn(async move {
                 let (doc, raw) = small_call("busy", &format!("version {i}"));
                 store.put_call(OWNER, &doc, &raw).await.map(|s| (s, raw))

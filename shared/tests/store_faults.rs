@@ -300,3 +300,51 @@ async fn tables_create_on_an_existing_table_fails_when_it_cannot_turn_ttl_on() {
     assert_eq!(status, Some(aws_sdk_dynamodb::types::TimeToLiveStatus::Enabled));
     t.delete().await;
 }
+
+#[tokio::test]
+async fn a_create_applied_whose_every_reply_was_lost_still_answers_new() {
+    let t = Tables::new().await;
+    // The first attempt applies the put; the SDK's two retries are lost as well.
+    let rule = t.fault(json!({"op": "PutItem", "fault": "lost_reply", "times": 3}));
+    let (doc, raw) = small_call("all-lost", "x");
+    let stored = store(&t).put_call(OWNER, &doc, &raw).await.expect("the head says this request created it");
+    assert_eq!((t.fired(rule), stored.outcome), (3, Outcome::Created));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_revision_applied_whose_every_reply_was_lost_still_answers_revised() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc1, raw1) = small_call("all-lost-rev", "one");
+    store.put_call(OWNER, &doc1, &raw1).await.unwrap();
+    let rule = t.fault(json!({"op": "TransactWriteItems", "fault": "lost_reply", "times": 3}));
+    let (doc2, raw2) = small_call("all-lost-rev", "two");
+    let stored = store.put_call(OWNER, &doc2, &raw2).await.expect("the head says this request revised it");
+    assert_eq!((t.fired(rule), stored.outcome, stored.revision), (3, Outcome::Revised, 2));
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_late_copy_of_a_chunk_write_cannot_bring_its_ttl_back() {
+    let t = Tables::new().await;
+    // The first chunk write is stuck in the network: the SDK retries it, the head confirms
+    // the chunks, then the stuck copy arrives.
+    let rule = t.fault(json!({"op": "*", "fault": "late", "contains": "CHUNK#", "seconds": 2.0}));
+    let (doc, raw) = large_call("late-chunk", 1_800_000);
+    assert!(store(&t).put_call(OWNER, &doc, &raw).await.unwrap().is_new());
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(t.fired(rule), 1);
+    let items = t.scan(&t.calls).await;
+    assert!(items.iter().all(|i| !i.contains_key(tables::TTL_ATTRIBUTE)), "a chunk of the current head would expire");
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_5xx_without_a_known_code_is_try_again() {
+    let t = Tables::new().await;
+    t.fault(json!({"op": "GetItem", "fault": "gateway", "times": 10}));
+    let result = store(&t).get_call(1, "any", false).await;
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
+    t.delete().await;
+}

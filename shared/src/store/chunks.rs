@@ -2,49 +2,39 @@
 //! then confirmed (TTL removed) in the transaction that makes their head current, so a
 //! head never points at chunks that can expire.
 
-use aws_sdk_dynamodb::types::{PutRequest, TransactWriteItem, Update, WriteRequest};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use super::item::{s, Item};
 use super::submission::Submission;
-use super::{backoff, tables, Store, StoreError, MAX_ATTEMPTS};
+use super::{tables, Store, StoreError};
 
 impl Store {
-    /// Writes chunk items (with a TTL, so a submission that never becomes current leaves
-    /// nothing behind for long). Answers the number of requests.
+    /// Writes chunk items, all at once, each with a TTL (so a submission that never
+    /// becomes current leaves nothing behind for long). Each put is conditioned on the
+    /// chunk not existing: its key is this submission's own, so a chunk that exists was
+    /// written by an earlier attempt whose reply was lost, and a late copy of an attempt
+    /// can never write it again (bringing its TTL back after the head confirmed it).
+    /// Answers the number of requests.
     pub(super) async fn write_chunks(&self, chunks: Vec<Item>) -> Result<u32, StoreError> {
-        let mut requests = 0;
-        let mut chunks = chunks.into_iter().peekable();
-        while chunks.peek().is_some() {
-            // 25 items a batch, and well under 16 MB: our chunks are 350 KB, so 16 a batch.
-            let mut pending: Vec<WriteRequest> = chunks
-                .by_ref()
-                .take(16)
-                .map(|c| {
-                    Ok(WriteRequest::builder().put_request(PutRequest::builder().set_item(Some(c)).build()?).build())
-                })
-                .collect::<Result<_, StoreError>>()?;
-            for attempt in 0..MAX_ATTEMPTS {
-                if pending.is_empty() {
-                    break;
-                }
-                if attempt > 0 {
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                requests += 1;
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.table, std::mem::take(&mut pending))
-                    .send()
-                    .await
-                    .map_err(StoreError::from_sdk)?;
-                pending = out.unprocessed_items.and_then(|mut u| u.remove(&self.table)).unwrap_or_default();
-            }
-            if !pending.is_empty() {
-                return Err(StoreError::Unavailable("chunks stayed unprocessed".into()));
-            }
+        let count = chunks.len() as u32;
+        futures_util::future::try_join_all(chunks.into_iter().map(|chunk| self.put_chunk(chunk))).await?;
+        Ok(count)
+    }
+
+    async fn put_chunk(&self, chunk: Item) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(chunk))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(StoreError::from_sdk(e)),
         }
-        Ok(requests)
     }
 
     /// Transaction items that remove the TTL from the submission's chunks: they commit

@@ -1,5 +1,6 @@
 //! What can go wrong with DynamoDB, sorted into "try again" (503) and "broken" (500).
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 
@@ -18,7 +19,9 @@ pub enum StoreError {
 /// Error codes that say "the same request may succeed later". A table that is missing or
 /// still being created (`ResourceNotFoundException`) is among them: in AWS it is a table
 /// that is not active yet, not a request that can never work.
-const TRANSIENT: [&str; 9] = [
+const TRANSIENT: [&str; 11] = [
+    "InternalFailure",
+    "ServiceUnavailableException",
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
@@ -36,7 +39,9 @@ const TRANSIENT_REASONS: [&str; 3] = ["ThrottlingError", "ProvisionedThroughputE
 impl StoreError {
     /// Sorts an SDK error into "try again" or not. Only the error's kind and code are kept:
     /// the SDK's debug form of some errors holds the raw response, which can hold an item.
-    pub fn from_sdk<E: ProvideErrorMetadata, R>(e: SdkError<E, R>) -> Self {
+    /// Any answer with a 5xx status is "try again", whatever its code (a proxy's 502 has
+    /// none).
+    pub fn from_sdk<E: ProvideErrorMetadata>(e: SdkError<E, HttpResponse>) -> Self {
         match &e {
             SdkError::TimeoutError(_) => StoreError::Unavailable("timed out".into()),
             SdkError::DispatchFailure(f) => StoreError::Unavailable(format!(
@@ -50,6 +55,9 @@ impl StoreError {
                 }
             )),
             SdkError::ResponseError(_) => StoreError::Unavailable("no readable response".into()),
+            SdkError::ServiceError(se) if se.raw().status().as_u16() >= 500 => {
+                StoreError::Unavailable(format!("{} {}", se.raw().status().as_u16(), se.err().code().unwrap_or("")))
+            }
             SdkError::ServiceError(se) => StoreError::from_service(se.err()),
             _ => StoreError::Internal("the request could not be built".into()),
         }
@@ -87,8 +95,8 @@ pub enum Transaction {
 /// answer; one for throttling (per item, or the whole request) is 503; the rest 500.
 /// Conditions of the first `contested` items are what other writers change; a failed
 /// condition further on (a chunk this request wrote is gone) is 500.
-pub fn transaction_outcome<R>(
-    e: SdkError<TransactWriteItemsError, R>,
+pub fn transaction_outcome(
+    e: SdkError<TransactWriteItemsError, HttpResponse>,
     contested: usize,
 ) -> Result<Transaction, StoreError> {
     let codes = cancellation_codes(&e);

@@ -24,7 +24,7 @@ mod revise;
 mod submission;
 pub mod tables;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use aws_sdk_dynamodb::Client;
@@ -43,6 +43,9 @@ pub use submission::dynamodb_number;
 /// Attempts at storing one submission (creates and revisions that lost a race or met a
 /// transaction in progress) before answering "try again".
 const MAX_ATTEMPTS: usize = 40;
+/// No new attempt starts after this long: an answer reaches the client well inside the
+/// function's 29 s timeout and API Gateway's 30 s.
+const DEADLINE: Duration = Duration::from_secs(18);
 
 /// Who a call belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +110,7 @@ impl Store {
     /// Stores a submission: creates the call, leaves it as it is, or adds a revision.
     /// `raw` is the request body exactly as received.
     pub async fn put_call(&self, owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Stored, StoreError> {
+        let started = Instant::now();
         let mut sub = Submission::prepare(owner, doc, raw)?;
         let mut requests = 0;
         // The head as last read: `None` until read (a small call tries to create first).
@@ -125,6 +129,9 @@ impl Store {
         // when another submission's head is seen: then it was certainly never written.
         let mut id = None;
         for attempt in 0..MAX_ATTEMPTS {
+            if started.elapsed() > DEADLINE {
+                break;
+            }
             let head = match seen.take() {
                 Some(Some(head)) => head,
                 None | Some(None) => {
@@ -136,7 +143,11 @@ impl Store {
                         }
                     };
                     requests += 1;
-                    let head = match self.create(&sub, new_id).await? {
+                    let creation = match self.create(&sub, new_id).await {
+                        Ok(creation) => creation,
+                        Err(e) => return self.settle(&sub, Some(new_id), e, requests).await,
+                    };
+                    let head = match creation {
                         Creation::Created => return Ok(sub.stored(new_id, Outcome::Created, 1, requests)),
                         Creation::Conflict => {
                             tokio::time::sleep(backoff(attempt)).await;
@@ -170,14 +181,42 @@ impl Store {
                 return unchanged(&head, requests);
             }
             requests += 1;
-            if let Some(stored) = self.revise(&sub, &head).await? {
-                return Ok(Stored { requests, ..stored });
+            match self.revise(&sub, &head).await {
+                Ok(Some(stored)) => return Ok(Stored { requests, ..stored }),
+                Ok(None) => {}
+                Err(e) => return self.settle(&sub, None, e, requests).await,
             }
             tokio::time::sleep(backoff(attempt)).await;
             requests += 1;
             seen = Some(self.head(&sub.pk).await?);
         }
         Err(StoreError::Unavailable("too many concurrent submissions of this call".into()))
+    }
+
+    /// After a create (with `id`) or a revision failed with "try again": DynamoDB may have
+    /// applied it all the same (a reply lost, then every retry of the SDK's failed). The
+    /// head says whether this submission wrote it; else the error stands.
+    async fn settle(
+        &self,
+        sub: &Submission,
+        id: Option<u64>,
+        error: StoreError,
+        requests: u32,
+    ) -> Result<Stored, StoreError> {
+        if !matches!(error, StoreError::Unavailable(_)) {
+            return Err(error);
+        }
+        let Ok(Some(head)) = self.head(&sub.pk).await else {
+            return Err(error);
+        };
+        if id.is_some() && get_u64(&head, "id") == id {
+            return Ok(sub.stored(get_u64(&head, "id").unwrap_or_default(), Outcome::Created, 1, requests + 1));
+        }
+        if sub.wrote(&head) {
+            let (id, revision) = id_and_revision(&head)?;
+            return Ok(sub.stored(id, Outcome::Revised, revision, requests + 1));
+        }
+        Err(error)
     }
 
     /// The head item, read consistently.
