@@ -27,13 +27,13 @@ pub fn revision_sk(revision: u64) -> String {
 }
 
 /// Sort key prefix of the chunks of one submission.
-pub fn chunk_prefix(nonce: &str) -> String {
-    format!("CHUNK#{nonce}#")
+pub fn chunk_prefix(token: &str) -> String {
+    format!("CHUNK#{token}#")
 }
 
 /// Sort key of chunk `i` of a submission.
-pub fn chunk_sk(nonce: &str, i: usize) -> String {
-    format!("CHUNK#{nonce}#{i:05}")
+pub fn chunk_sk(token: &str, i: usize) -> String {
+    format!("CHUNK#{token}#{i:05}")
 }
 
 pub fn s(v: impl Into<String>) -> AttributeValue {

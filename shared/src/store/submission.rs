@@ -145,7 +145,7 @@ pub(super) fn id_and_revision(head: &Item) -> Result<(u64, u64), StoreError> {
 pub fn dynamodb_number(number: Number) -> Option<String> {
     match number {
         Number::Int(i) => Some(i.to_string()),
-        Number::Float(f) if f == 0.0 => Some("0".into()),
+        Number::Float(0.0) => Some("0".into()),
         Number::Float(f) if f.is_finite() && (1e-130..1e126).contains(&f.abs()) => Some(format!("{f:e}")),
         Number::Float(_) => None,
     }
