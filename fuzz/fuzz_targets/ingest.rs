@@ -56,7 +56,7 @@ fn check(operation: Operation, data: &[u8], is_object: bool) {
             assert_eq!(stored["operation"], operation.as_str(), "{operation:?}: operation");
             assert_eq!(stored["schema_version"], SCHEMA_VERSION, "{operation:?}: schema_version");
             assert!(stored["call"].is_object(), "{operation:?}: call is not an object");
-            let digest = CallDocument::digest_of(&json);
+            let digest = CallDocument::digest_of("agt_fuzz", &json);
             assert!(
                 digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
                 "{operation:?}: digest {digest:?}"
