@@ -62,6 +62,31 @@ fn assert_unauthorized(a: &Answer) {
     assert_eq!(a.status, 401, "{}", a.body);
     assert_eq!(a.header("www-authenticate"), Some("Bearer"));
     assert!(a.header("x-request-id").is_some());
+    assert_safe_headers(a);
+}
+
+fn assert_safe_headers(a: &Answer) {
+    assert_eq!(a.header("cache-control"), Some("no-store"), "{}", a.status);
+    assert_eq!(a.header("x-content-type-options"), Some("nosniff"), "{}", a.status);
+}
+
+#[tokio::test]
+async fn an_overlong_agent_remote_identifier_is_401_without_a_valid_key_and_422_with_one() {
+    // With DynamoDB's key limit enforced (the fault layer), a key built from it is refused.
+    let f = fixture("60").await;
+    let long = "a".repeat(2100);
+    let unknown = bearer("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6");
+    assert_unauthorized(&post_b(&f, Some(&unknown), "1", &long, "c-long").await);
+    let valid = bearer(&f.key1.token);
+    let a = post_b(&f, Some(&valid), "1", &long, "c-long").await;
+    assert_eq!(a.status, 422, "{}", a.body);
+    assert_eq!(a.body["errors"][0]["pointer"], "/query/agent_remote_identifier");
+    let a = post_b(&f, Some(&valid), "1", &"a".repeat(201), "c-long").await;
+    assert_eq!(a.status, 422, "{}", a.body);
+    let a = post_b(&f, Some(&valid), "1", REMOTE1, "c-ok").await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    assert_safe_headers(&a);
+    f.t.delete().await;
 }
 
 #[tokio::test]

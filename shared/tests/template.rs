@@ -100,6 +100,21 @@ fn functions_have_least_privilege_iam() {
     for function in ["CreateCallFunction", "SendCallDataFunction"] {
         let f = &t["Resources"][function]["Properties"];
         assert!(f["Policies"].is_array(), "{function} has explicit policies");
+        for policy in f["Policies"].as_array().unwrap() {
+            for statement in policy["Statement"].as_array().into_iter().flatten() {
+                let actions: Vec<&str> =
+                    statement["Action"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+                assert!(actions.iter().all(|a| !a.contains('*')), "{function}: wildcard action {actions:?}");
+                // BatchWriteItem and DeleteItem can delete calls.
+                for forbidden in ["dynamodb:BatchWriteItem", "dynamodb:DeleteItem"] {
+                    assert!(!actions.contains(&forbidden), "{function} may not have {forbidden}");
+                }
+                assert!(
+                    statement["Resource"].as_str().is_none_or(|r| !r.contains('*')),
+                    "{function}: wildcard resource"
+                );
+            }
+        }
         assert_eq!(t["Resources"][function]["Metadata"]["BuildMethod"], "rust-cargolambda");
     }
 }

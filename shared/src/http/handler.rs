@@ -178,8 +178,11 @@ fn is_json(content_type: &str) -> bool {
     essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// Operation B's query: a positive integer `workspace_id` and a non-empty
-/// `agent_remote_identifier`.
+/// The longest agent remote identifier (agents are created with at most this many).
+const MAX_REMOTE_ID_CHARS: usize = 200;
+
+/// Operation B's query: a positive integer `workspace_id` and an `agent_remote_identifier`
+/// of 1 to 200 characters.
 fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
     let params = request.query_string_parameters();
     let mut errors = Vec::new();
@@ -196,10 +199,20 @@ fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
             }
         },
     };
+    // Bounded before any key is built from it: DynamoDB refuses partition keys over 2048
+    // bytes, and agents are created with at most 200 characters.
     let remote = match params.first("agent_remote_identifier") {
-        Some(r) if !r.is_empty() => Some(r.to_owned()),
-        Some(_) => {
+        Some(r) if !r.is_empty() && r.chars().count() <= MAX_REMOTE_ID_CHARS => Some(r.to_owned()),
+        Some("") => {
             errors.push(Violation::new("/query/agent_remote_identifier", Code::Length, "must not be empty"));
+            None
+        }
+        Some(_) => {
+            errors.push(Violation::new(
+                "/query/agent_remote_identifier",
+                Code::Length,
+                format!("must be at most {MAX_REMOTE_ID_CHARS} characters"),
+            ));
             None
         }
         None => {

@@ -15,6 +15,9 @@ pub fn json(status: u16, body: Vec<u8>, content_type: &'static str, request_id: 
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // Answers name calls and ids: no cache keeps them, no browser guesses their type.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     if let Ok(id) = HeaderValue::from_str(request_id) {
         headers.insert("x-request-id", id);
     }
