@@ -16,13 +16,13 @@ import sys
 REMOTE_ID = "dev-agent"
 
 
-def ctl(callctl, *args):
-    out = subprocess.run([callctl, "--json", *map(str, args)], capture_output=True, text=True)
+def ctl(callctl, *args, stdin=None):
+    out = subprocess.run([callctl, "--json", *map(str, args)], capture_output=True, text=True, input=stdin)
     return out.returncode, (json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else out.stderr.strip())
 
 
-def must(callctl, *args):
-    code, value = ctl(callctl, *args)
+def must(callctl, *args, stdin=None):
+    code, value = ctl(callctl, *args, stdin=stdin)
     if code != 0:
         sys.exit(f"callctl {' '.join(map(str, args))}: {value}")
     return value
@@ -43,7 +43,9 @@ def setup(callctl, api_url, path):
     if prev:
         agent = must(callctl, "agent", "create", "--workspace", ws, "--remote-id", prev["agent_remote_identifier"],
                      "--name", "Development agent", "--agent-id", prev["agent_id"])
-        must(callctl, "key", "create", "--workspace", ws, "--name", "development", "--token", prev["api_key"])
+        # The token goes through stdin: never on a command line (shell history, ps).
+        must(callctl, "key", "create", "--workspace", ws, "--name", "development", "--token-file", "-",
+             stdin=prev["api_key"])
         key = prev["api_key"]
         print(f"Re-created the development workspace, agent and key of {path}.")
     else:

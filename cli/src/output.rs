@@ -1,6 +1,7 @@
 //! How results reach stdout: text for people by default, or exactly one JSON document
 //! (one line) with `--json`, so a script can parse the whole of stdout.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use serde_json::Value;
@@ -31,6 +32,7 @@ impl Output {
             stdout.write_all(b"\n")?;
         } else {
             let text = human();
+            let text = escape(&text, Lines::Keep);
             stdout.write_all(text.as_bytes())?;
             if !text.ends_with('\n') {
                 stdout.write_all(b"\n")?;
@@ -52,16 +54,45 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
 }
 
+/// Whether [`escape`] leaves line breaks as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// Whole text, laid out by us: line breaks stay.
+    Keep,
+    /// One value (a field, a cell): a line break in it is escaped too.
+    Escape,
+}
+
+/// Text for a terminal: control characters (ESC sequences can rewrite the screen, set the
+/// clipboard, forge links) and bidirectional overrides (which reorder what is shown) are
+/// written as `\u{..}`. Values come from tenants: a call id can hold anything.
+pub fn escape(text: &str, lines: Lines) -> Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && !(c == '\n' && lines == Lines::Keep))
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| if unsafe_char(c) { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() })
+            .collect(),
+    )
+}
+
 /// `label  value` lines, the labels padded to one width.
 pub fn fields(pairs: &[(&str, String)]) -> String {
     let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    pairs.iter().map(|(k, v)| format!("{k:<width$}  {v}\n")).collect()
+    pairs.iter().map(|(k, v)| format!("{k:<width$}  {}\n", escape(v, Lines::Escape))).collect()
 }
 
 /// A table with a header line; columns padded to their widest cell.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<Cow<str>>> =
+        rows.iter().map(|row| row.iter().map(|cell| escape(cell, Lines::Escape)).collect()).collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -71,8 +102,8 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
         format!("{}\n", padded.join("  ").trim_end())
     };
     let mut out = line(&mut headers.iter().copied());
-    for row in rows {
-        out.push_str(&line(&mut row.iter().map(String::as_str)));
+    for row in &rows {
+        out.push_str(&line(&mut row.iter().map(|c| c.as_ref())));
     }
     out
 }
@@ -111,6 +142,17 @@ mod tests {
         assert_eq!(time_s(1_763_700_000), "2025-11-21T04:40:00Z");
         assert_eq!(time_ms(1_763_700_094_500), "2025-11-21T04:41:34.5Z");
         assert_eq!(time_s(u64::MAX), u64::MAX.to_string());
+    }
+
+    #[test]
+    fn control_and_bidi_characters_are_escaped() {
+        let hostile = "call\u{1b}]52;c;cm0gLXJm\u{7}\u{202e}gpj.exe\nforged";
+        assert_eq!(escape(hostile, Lines::Escape), "call\\u{1b}]52;c;cm0gLXJm\\u{7}\\u{202e}gpj.exe\\u{a}forged");
+        assert_eq!(escape("a\nb\u{1b}", Lines::Keep), "a\nb\\u{1b}");
+        assert!(matches!(escape("plain café", Lines::Escape), Cow::Borrowed(_)));
+        let t = table(&["ID"], &[vec!["x\u{1b}[2J".into()]]);
+        assert!(!t.contains('\u{1b}'), "{t:?}");
+        assert!(!fields(&[("call id", "a\u{1b}[2Jb\nc".into())]).contains(['\u{1b}', '\r']));
     }
 
     #[test]

@@ -44,7 +44,12 @@ impl Callctl {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_callctl"))
+        self.command(args).output().expect("run callctl")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_callctl"));
+        command
             .args(args)
             .env("CALLS_TABLE", &self.calls)
             .env("DIRECTORY_TABLE", &self.directory)
@@ -53,9 +58,25 @@ impl Callctl {
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
             .env_remove("AWS_SESSION_TOKEN")
-            .env_remove("AWS_PROFILE")
-            .output()
-            .expect("run callctl")
+            .env_remove("AWS_PROFILE");
+        command
+    }
+
+    /// Runs a command that must succeed with `input` on its standard input; its JSON.
+    fn json_with_stdin(&self, args: &[&str], input: &str) -> Value {
+        use std::io::Write;
+        use std::process::Stdio;
+        let mut child = self
+            .command(&["--json"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run callctl");
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+        let out = child.wait_with_output().expect("callctl output");
+        assert!(out.status.success(), "callctl {args:?} failed");
+        serde_json::from_slice(&out.stdout).expect("one JSON document")
     }
 
     /// Runs a command that must succeed; its stdout.
@@ -257,7 +278,10 @@ async fn operator_workflow_end_to_end() {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
     assert!((now + 3590..=now + 3610).contains(&expires), "default ttl is not 1h: {json_session}");
     assert_eq!(json_session["workspaces"], serde_json::json!([ws]));
-    let revoked = cli.json(&["session", "revoke", &session]);
+    // A whole token is never taken on the command line, nor echoed.
+    let err = cli.fails(&["session", "revoke", &session], 1);
+    assert!(!err.contains(&session[12..]), "{err}");
+    let revoked = cli.json(&["session", "revoke", &session[..12]]);
     assert_eq!(revoked["public_id"], &session[..12]);
     let lookup = app.directory().lookup(&session, None).await.expect("lookup");
     assert_eq!(lookup.authenticate(Operation::CreateCall), Err(Denied::Unauthorized));
@@ -299,7 +323,7 @@ async fn no_secret_is_stored() {
         tokens.push(str_of(&key, "token").to_owned());
     }
     let fixture = "cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6";
-    let registered = cli.json(&["key", "create", "--workspace", &ws, "--token", fixture]);
+    let registered = cli.json_with_stdin(&["key", "create", "--workspace", &ws, "--token-file", "-"], fixture);
     assert_eq!(registered["token"], fixture);
     tokens.push(fixture.to_owned());
     let session = cli.json(&["session", "create", "--user", "carol", "--workspace", &ws, "--ttl", "30m"]);
@@ -324,4 +348,26 @@ async fn no_secret_is_stored() {
         }
     }
     tables.delete().await;
+}
+
+#[tokio::test]
+async fn tenant_strings_cannot_drive_the_operators_terminal() {
+    let (calls, directory) = unique_names();
+    let cli = Callctl::new(&calls, &directory);
+    cli.ok(&["tables", "create"]);
+    let ws = u64_of(&cli.json(&["workspace", "create", "--name", "Hostile"]), "id");
+    let agent = cli.json(&["agent", "create", "--workspace", &ws.to_string(), "--remote-id", "bot"]);
+    // An OSC 52 clipboard write, a bell, a right-to-left override and a forged line.
+    let call_id = "call\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{202e}gpj.exe\nforged";
+    let (doc, raw) = support::small_call(call_id, "x");
+    let store = call_ingest::store::Store::new(support::client().await, calls.clone(), 10);
+    store.put_call(Owner { workspace_id: ws, agent_id: str_of(&agent, "id") }, &doc, &raw).await.expect("stored");
+    for args in [vec!["call", "list", "--workspace", &ws.to_string()], vec!["call", "get", "--id", "1"]] {
+        let text = cli.ok(&args);
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{args:?}: {text:?}");
+        assert!(text.contains("\\u{1b}]52") && !text.contains("\nforged"), "{args:?}: {text:?}");
+    }
+    let json = cli.json(&["call", "get", "--id", "1"]);
+    assert_eq!(json["call_id"], call_id, "--json keeps the value as it is");
+    Tables { client: support::client().await, calls, directory }.delete().await;
 }

@@ -1,7 +1,9 @@
 //! `callctl key`: a workspace's API keys. The token is printed once, at creation; the
 //! directory keeps only its digest, and listings show the public id alone.
 
-use anyhow::bail;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
 use call_ingest::directory::credentials::{Secret, API_KEY_PREFIX, PUBLIC_ID_LEN};
 use call_ingest::http::App;
 use clap::Subcommand;
@@ -27,15 +29,15 @@ pub enum Command {
         /// A name for people, to tell keys apart in listings.
         #[arg(long)]
         name: Option<String>,
-        /// Registers this exact token instead of generating one. For fixtures only (the
-        /// events' example key): a real key must be random, and a token typed on a command
-        /// line ends up in shell history.
-        #[arg(long, hide_short_help = true)]
-        token: Option<String>,
+        /// Registers the exact token read from this file (`-`: standard input) instead of
+        /// generating one. For fixtures only (the events' example key): a real key must be
+        /// random. Never on the command line, where it would land in shell history and `ps`.
+        #[arg(long, value_name = "FILE", hide_short_help = true)]
+        token_file: Option<PathBuf>,
     },
-    /// Revokes an API key, named by its public id (cik_xxxxxxxx) or its whole token.
+    /// Revokes an API key, named by its public id (cik_xxxxxxxx, as `key list` shows it).
     Revoke {
-        #[arg(value_name = "PUBLIC_ID_OR_TOKEN")]
+        #[arg(value_name = "PUBLIC_ID")]
         id: String,
     },
     /// Lists a workspace's API keys (public id, name, created, revoked; never a secret).
@@ -49,11 +51,12 @@ pub enum Command {
 impl Command {
     pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
         match self {
-            Command::Create { workspace, name, token } => {
+            Command::Create { workspace, name, token_file } => {
                 let name = name.unwrap_or_default();
-                let issued = match token {
+                let issued = match token_file {
                     None => app.directory().create_api_key(workspace, &name).await?,
-                    Some(token) => {
+                    Some(path) => {
+                        let token = read_token(&path)?;
                         check_fixture_token(&token)?;
                         app.directory().register_api_key(workspace, &name, Secret::from_token(token)).await?
                     }
@@ -74,11 +77,11 @@ impl Command {
                 })?;
             }
             Command::Revoke { id } => {
-                let id = id.trim();
+                let id = public_id_only(&id)?;
                 // A session's id would be revoked just the same; refuse so that a mix-up
                 // between the two commands cannot cut off the wrong credential.
                 if !id.starts_with(API_KEY_PREFIX) {
-                    bail!("{:?} is not an API key: API keys start with {API_KEY_PREFIX}", shown(id));
+                    bail!("{id:?} is not an API key: API keys start with {API_KEY_PREFIX}");
                 }
                 let public_id = app.directory().revoke(id).await?;
                 let value = json!({"public_id": public_id, "revoked": true});
@@ -117,6 +120,30 @@ pub fn shown(id_or_token: &str) -> String {
     id_or_token.chars().take(PUBLIC_ID_LEN).collect()
 }
 
+/// The public id a revoke names. A whole token is refused (not echoed): on a command line
+/// it lands in shell history and `ps`.
+pub fn public_id_only(id: &str) -> anyhow::Result<&str> {
+    let id = id.trim();
+    if id.chars().count() > PUBLIC_ID_LEN {
+        bail!(
+            "name the credential by its public id ({:?}, the first {PUBLIC_ID_LEN} characters, as listed), \
+             never by its whole token",
+            shown(id)
+        );
+    }
+    Ok(id)
+}
+
+/// Reads a token from `path` (`-`: standard input), surrounding white space removed.
+fn read_token(path: &Path) -> anyhow::Result<String> {
+    let text = if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the token from standard input")?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("cannot read the token from {}", path.display()))?
+    };
+    Ok(text.trim().to_owned())
+}
+
 /// A fixture token must look like a real key: the prefix (so scanners find it), then
 /// enough letters and digits, and nothing a header could not carry.
 fn check_fixture_token(token: &str) -> anyhow::Result<()> {
@@ -125,7 +152,7 @@ fn check_fixture_token(token: &str) -> anyhow::Result<()> {
         || secret.chars().count() < MIN_FIXTURE_SECRET_CHARS
         || !secret.chars().all(|c| c.is_ascii_alphanumeric())
     {
-        bail!("--token must be {API_KEY_PREFIX} followed by at least {MIN_FIXTURE_SECRET_CHARS} letters and digits");
+        bail!("the token must be {API_KEY_PREFIX} followed by at least {MIN_FIXTURE_SECRET_CHARS} letters and digits");
     }
     Ok(())
 }
@@ -140,6 +167,13 @@ mod tests {
         assert!(check_fixture_token("cis_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6").is_err());
         assert!(check_fixture_token("cik_short").is_err());
         assert!(check_fixture_token("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c 6d7e8f90").is_err());
+    }
+
+    #[test]
+    fn revokes_take_public_ids_never_tokens() {
+        assert_eq!(public_id_only(" cik_1a2b3c4d ").unwrap(), "cik_1a2b3c4d");
+        let err = public_id_only("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6").unwrap_err().to_string();
+        assert!(err.contains("public id") && !err.contains("a1b2c3d4e5f6"), "{err}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use call_ingest::http::App;
 use clap::Subcommand;
 use serde_json::json;
 
-use super::key::{shown, REVOCATION_DELAY};
+use super::key::REVOCATION_DELAY;
 use crate::output::{fields, time_s, Output};
 
 /// The longest session: a session is a short-lived credential, and a bound keeps the
@@ -34,9 +34,9 @@ pub enum Command {
         #[arg(long, default_value = "1h", value_parser = parse_ttl)]
         ttl: Duration,
     },
-    /// Revokes a session, named by its public id (cis_xxxxxxxx) or its whole token.
+    /// Revokes a session, named by its public id (cis_xxxxxxxx, as printed at creation).
     Revoke {
-        #[arg(value_name = "PUBLIC_ID_OR_TOKEN")]
+        #[arg(value_name = "PUBLIC_ID")]
         id: String,
     },
 }
@@ -76,11 +76,11 @@ impl Command {
                 })?;
             }
             Command::Revoke { id } => {
-                let id = id.trim();
+                let id = super::key::public_id_only(&id)?;
                 // An API key's id would be revoked just the same; refuse so that a mix-up
                 // between the two commands cannot cut off the wrong credential.
                 if !id.starts_with(SESSION_PREFIX) {
-                    bail!("{:?} is not a session: sessions start with {SESSION_PREFIX}", shown(id));
+                    bail!("{id:?} is not a session: sessions start with {SESSION_PREFIX}");
                 }
                 let public_id = app.directory().revoke(id).await?;
                 let value = json!({"public_id": public_id, "revoked": true});
