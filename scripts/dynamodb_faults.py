@@ -26,6 +26,7 @@ Faults (on command), in DynamoDB's exact wire shapes:
   late            the connection is closed at once with no reply, and the request is
                   applied `seconds` later (an attempt stuck in the network that arrives
                   after the SDK's retry)
+  observe         nothing: the request passes, the rule counts it (how many reads did that take?)
   delay           the request is applied, the reply waits `seconds` (default 3.5, past the
                   SDK's 3 s attempt timeout)
 
@@ -57,7 +58,7 @@ MAX_SORT_KEY_BYTES = 1024
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 FAULTS = {
     "throttle", "provisioned", "internal", "gateway", "conflict", "cancel_conflict", "cancel_throttle",
-    "not_found", "creating", "lost_reply", "late", "delay",
+    "not_found", "creating", "lost_reply", "late", "delay", "observe",
 }
 _SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
 
@@ -424,6 +425,8 @@ class FaultLayer:
             call(self.app, environ, body)
             drop_connection(environ)
             return respond(start_response, 500, {"dropped": True})
+        if f == "observe":
+            return self.forward(environ, start_response, body)
         if f == "late":
             timer = threading.Timer(rule.seconds, call, (self.app, environ, body))
             timer.daemon = True

@@ -95,12 +95,13 @@ class Faults:
 
 
 class Stack:
-    def __init__(self, instances=8, log=None):
+    def __init__(self, instances=8, log=None, env=None):
         self.instances = instances
         self.log = log or open(os.devnull, "w")
         self.procs = []
         self.tmp = tempfile.mkdtemp(prefix="call-ingest-stack-")
         self.env = dict(os.environ)
+        self.env.update(env or {})
 
     def __enter__(self):
         try:
@@ -158,6 +159,7 @@ class Stack:
             cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log, start_new_session=True,
         )
         self.procs.append(watch)
+        self.watch = watch
         self.wait_until_serving(watch)
 
     def wait_until_serving(self, watch, within=900):
@@ -192,6 +194,13 @@ class Stack:
                     except (ProcessLookupError, PermissionError):
                         p.kill()
         self.procs = []
+
+    def function_pids(self):
+        """The processes of the function instances this stack's `cargo lambda watch`
+        started (its children; each instance is its own process)."""
+        parent = str(self.watch.pid)
+        out = subprocess.run(["pgrep", "-P", parent, "-x", "create-call|send-call-data"], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
 
     # clients -----------------------------------------------------------------------------
     def ctl(self, *args):

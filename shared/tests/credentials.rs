@@ -206,3 +206,24 @@ async fn no_secret_is_stored_in_the_directory() {
     }
     f.t.delete().await;
 }
+
+#[tokio::test]
+async fn another_workspaces_agent_is_read_every_time_never_cached_for_a_caller_it_was_not_authorised_for() {
+    let f = fixture("60").await;
+    // Counts the directory reads that ask for workspace 2's agent.
+    let reads = f.t.fault(serde_json::json!({
+        "op": "BatchGetItem", "fault": "observe", "times": 1000, "table": f.t.directory, "contains": "REMOTE#agent-two"
+    }));
+    let key1 = bearer(&f.key1.token);
+    for _ in 0..2 {
+        assert_eq!(post_b(&f, Some(&key1), "2", REMOTE2, "c-probe").await.status, 403);
+    }
+    assert_eq!(f.t.fired(reads), 2, "the second answer came from a cache: its speed tells the agent exists");
+    // Authorised, the agent is cached: the second call reads nothing for it.
+    let key2 = bearer(&f.key2.token);
+    for call_id in ["c-own-1", "c-own-2"] {
+        assert_eq!(post_b(&f, Some(&key2), "2", REMOTE2, call_id).await.status, 201);
+    }
+    assert_eq!(f.t.fired(reads), 3);
+    f.t.delete().await;
+}

@@ -10,12 +10,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"
 from stack import Stack  # noqa: E402
 
 INSTANCES = 8
+# Short, so that the revocation test can outlast it.
+CACHE_TTL_SECS = 2
 
 
 @pytest.fixture(scope="session")
 def stack():
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "call-ingest-e2e-stack.log"), "w")
-    with Stack(instances=INSTANCES, log=log) as s:
+    with Stack(instances=INSTANCES, log=log, env={"DIRECTORY_CACHE_TTL_SECS": str(CACHE_TTL_SECS)}) as s:
         yield s
 
 

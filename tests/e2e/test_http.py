@@ -1,11 +1,14 @@
 """The HTTP API as a client sees it, with several instances per function and DynamoDB's
 faults injected by name (each test names the fault it needs)."""
 import json
+import os
+import signal
 import threading
 import time
 import uuid
 
 from chaos import BROKEN, run as chaos_run
+from stack import request
 
 
 def body_for(stack, call_id, summary="x", **fields):
@@ -125,6 +128,30 @@ def test_the_same_content_under_another_agent_is_a_revision(stack):
     assert (first.status, moved.status, moved.body["id"]) == (201, 200, first.body["id"])
     stored = stack.get_call(call_id)
     assert stored["agent_id"] == agent["id"] and stored["current"]["revision"] == 2
+
+
+def test_a_revoked_key_stops_working_within_the_cache_bound_even_after_a_freeze(stack):
+    from conftest import CACHE_TTL_SECS
+
+    ws = stack.dev["workspace_id"]
+    key = stack.ctl("key", "create", "--workspace", ws, "--name", "to-revoke")
+    headers = {"Authorization": f"Bearer {key['token']}", "Content-Type": "application/json"}
+    url = f"{stack.url}/api/v1/public/call?workspace_id={ws}&agent_remote_identifier={stack.dev['agent_remote_identifier']}"
+    bodies = [body_for(stack, unique("revoke")) for _ in range(8)]
+    # Every instance it reaches caches the key.
+    assert {a.status for a in at_once(8, lambda i: request("POST", url, bodies[i], headers))} == {201}
+    pids = stack.function_pids()
+    assert pids, "no function processes found"
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        stack.ctl("key", "revoke", key["public_id"])
+        time.sleep(CACHE_TTL_SECS + 1.5)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    answers = at_once(8, lambda i: request("POST", url, bodies[i], headers))
+    assert [a.status for a in answers] == [401] * 8, answers
 
 
 def test_a_short_chaos_run_keeps_every_promise(stack):

@@ -111,7 +111,8 @@ impl Directory {
     }
 
     /// Reads the credential `token` and the agent `agent` in one round trip (none when
-    /// both are cached). Found items are cached; missing ones are not, so a new key or
+    /// both are cached), consistently, so a read right after a revocation never brings
+    /// the old item back into the cache. Missing items are not cached, so a new key or
     /// agent works at once.
     pub async fn lookup(&self, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, StoreError> {
         let credential_key = credential_pk(&credentials::digest(token));
@@ -129,12 +130,29 @@ impl Directory {
         if !wanted.is_empty() {
             for item in self.batch_get(&wanted).await? {
                 if let Some(pk) = field_s(&item, "pk") {
-                    self.cache.put(pk.to_owned(), item.clone());
+                    // The credential is cached at once; an agent only once it was
+                    // authorised for the caller (`authorize`), so that how fast an answer
+                    // comes tells nobody about another workspace's agents.
+                    if pk == credential_key {
+                        self.cache.put(pk.to_owned(), item.clone());
+                    }
                     found.insert(pk.to_owned(), item);
                 }
             }
         }
         Ok(Lookup { credential: found.remove(&credential_key), agent: agent_key.and_then(|k| found.remove(&k)) })
+    }
+
+    /// The looked-up agent, if it belongs to `workspace_id` (see [`Lookup::authorize`]);
+    /// only then is it cached.
+    pub fn authorize(&self, lookup: &Lookup, workspace_id: u64) -> Result<Agent, Denied> {
+        let agent = lookup.authorize(workspace_id)?;
+        if let Some(item) = &lookup.agent {
+            if let Some(pk) = field_s(item, "pk") {
+                self.cache.put(pk.to_owned(), item.clone());
+            }
+        }
+        Ok(agent)
     }
 
     async fn batch_get(&self, pks: &[&str]) -> Result<Vec<Item>, StoreError> {
@@ -143,7 +161,7 @@ impl Directory {
         for pk in pks {
             keys = keys.keys(HashMap::from([("pk".to_owned(), s(*pk)), ("sk".to_owned(), s(sk(pk)))]));
         }
-        let mut request = Some(keys.build()?);
+        let mut request = Some(keys.consistent_read(true).build()?);
         let mut items = Vec::new();
         // Unprocessed keys come back under throttling; read them again a few times.
         for attempt in 0..5u64 {

@@ -83,7 +83,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
             let workspace_id = principal.workspace(Some(workspace_id)).map_err(denied)?;
             log.workspace = Some(workspace_id);
-            let agent = lookup.authorize(workspace_id).map_err(denied)?;
+            let agent = app.directory().authorize(&lookup, workspace_id).map_err(denied)?;
             if let Some(p) = body_problem {
                 return Err(p);
             }
@@ -115,7 +115,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
                 None => return Err(Problem::new(500, "internal", "Internal error", "body was not read")),
             };
             let agent = match agent_id {
-                Some(_) => Some(lookup.authorize(workspace_id).map_err(denied)?),
+                Some(_) => Some(app.directory().authorize(&lookup, workspace_id).map_err(denied)?),
                 None => None,
             };
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
