@@ -18,6 +18,8 @@ Faults (on command), in DynamoDB's exact wire shapes:
   conflict        400 TransactionConflictException (PutItem, UpdateItem, DeleteItem)
   cancel_conflict 400 TransactionCanceledException, reason TransactionConflict on one item
   cancel_throttle 400 TransactionCanceledException, reason ThrottlingError on one item
+  cancel_condition 400 TransactionCanceledException, reason ConditionalCheckFailed on one
+                  item (a condition that is false, e.g. a random id already taken)
   gateway         502 with a plain-text body and no error code (a proxy or load balancer)
   not_found       400 ResourceNotFoundException (a table missing or being created)
   creating        DescribeTable says CREATING; UpdateTimeToLive is refused; data calls
@@ -58,6 +60,7 @@ MAX_SORT_KEY_BYTES = 1024
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 FAULTS = {
     "throttle", "provisioned", "internal", "gateway", "conflict", "cancel_conflict", "cancel_throttle",
+    "cancel_condition",
     "not_found", "creating", "lost_reply", "late", "delay", "observe",
 }
 _SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
@@ -393,6 +396,7 @@ class FaultLayer:
             n = len(request.get("TransactItems", []))
             code, message = {
                 "cancel_conflict": ("TransactionConflict", "Transaction is ongoing for the item"),
+                "cancel_condition": ("ConditionalCheckFailed", "The conditional request failed"),
                 "cancel_throttle": ("ThrottlingError", "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please try again shortly."),
             }[f]
             at = min(rule.item, max(n - 1, 0))

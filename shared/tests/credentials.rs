@@ -227,3 +227,27 @@ async fn another_workspaces_agent_is_read_every_time_never_cached_for_a_caller_i
     assert_eq!(f.t.fired(reads), 3);
     f.t.delete().await;
 }
+
+#[tokio::test]
+async fn a_public_id_already_taken_never_fails_creating_a_key_or_a_session() {
+    let t = Tables::new().await;
+    let app = t.app(&[]);
+    let d = app.directory();
+    d.create_workspace("one").await.unwrap();
+    for attempt in 0..2 {
+        // The public id's pointer item (transaction item 1) exists: twice in a row.
+        let rule = t.fault(serde_json::json!({
+            "op": "TransactWriteItems", "fault": "cancel_condition", "item": 1, "times": 2, "table": t.directory
+        }));
+        let issued = if attempt == 0 {
+            d.create_api_key(1, "k").await.expect("a key, with another public id")
+        } else {
+            d.create_session("ada", &[1], Duration::from_secs(600)).await.expect("a session, with another public id")
+        };
+        assert_eq!(t.fired(rule), 2);
+        let lookup = d.lookup(&issued.token, None).await.unwrap();
+        assert!(lookup.authenticate(Operation::CreateCall).is_ok(), "the credential works");
+        assert_eq!(issued.public_id, issued.token[..12]);
+    }
+    t.delete().await;
+}

@@ -21,6 +21,8 @@ pub enum AdminError {
     RemoteIdTaken { workspace_id: u64, remote_id: String },
     #[error("no API key or session with id {0:?}")]
     NoCredential(String),
+    #[error("the public id {0:?} is taken by another credential")]
+    PublicIdTaken(String),
     #[error("{0}")]
     Invalid(String),
     #[error(transparent)]
@@ -174,8 +176,7 @@ impl Directory {
 
     /// Creates an API key for a workspace. The token in the answer is never shown again.
     pub async fn create_api_key(&self, workspace_id: u64, name: &str) -> Result<Issued, AdminError> {
-        let secret = Secret::generate(Kind::ApiKey).map_err(|e| StoreError::Internal(e.to_string()))?;
-        self.register_api_key(workspace_id, name, secret).await
+        with_fresh_secret(Kind::ApiKey, async |secret| self.register_api_key(workspace_id, name, secret).await).await
     }
 
     /// Stores an API key whose token is given (fixtures such as the events' example key).
@@ -221,7 +222,17 @@ impl Directory {
         // DynamoDB refuses a number set with repeats.
         workspaces.sort_unstable();
         workspaces.dedup();
-        let secret = Secret::generate(Kind::Session).map_err(|e| StoreError::Internal(e.to_string()))?;
+        with_fresh_secret(Kind::Session, async |secret| self.store_session(user, &workspaces, expires_at, secret).await)
+            .await
+    }
+
+    async fn store_session(
+        &self,
+        user: &str,
+        workspaces: &[u64],
+        expires_at: u64,
+        secret: Secret,
+    ) -> Result<Issued, AdminError> {
         let credential = Item::from([
             ("pk".into(), s(credential_pk(&secret.digest))),
             ("sk".into(), s(CREDENTIAL_SK)),
@@ -260,8 +271,17 @@ impl Directory {
         if let Some(listing) = listing {
             items.push(self.put_new(listing)?);
         }
-        self.transact(items).await?;
-        Ok(())
+        match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                // Items 1 and 2 are keyed by the public id (32 random bits): taken.
+                let codes = crate::store::cancellation_codes(&e);
+                if codes.iter().skip(1).any(|c| c.as_deref() == Some("ConditionalCheckFailed")) {
+                    return Err(AdminError::PublicIdTaken(secret.public_id.clone()));
+                }
+                Err(StoreError::from_sdk(e).into())
+            }
+        }
     }
 
     /// Revokes the API key or session with this public id (or its full token). It stops
@@ -338,4 +358,24 @@ impl Directory {
         let range = crate::store::query::SortKeys::Prefix(prefix.to_owned());
         crate::store::query::query(&self.client, &self.table, &pk, &range, false).await
     }
+}
+
+/// How many fresh secrets to try when public ids collide (32 bits: about 1 % of
+/// creations collide at ~9,000 credentials; ten in a row, never in practice).
+const PUBLIC_ID_ATTEMPTS: usize = 10;
+
+/// Runs `store` with fresh secrets of `kind` until one's public id is free: creating a
+/// credential never fails on a collision.
+async fn with_fresh_secret(
+    kind: Kind,
+    store: impl AsyncFn(Secret) -> Result<Issued, AdminError>,
+) -> Result<Issued, AdminError> {
+    for _ in 0..PUBLIC_ID_ATTEMPTS {
+        let secret = Secret::generate(kind).map_err(|e| StoreError::Internal(e.to_string()))?;
+        match store(secret).await {
+            Err(AdminError::PublicIdTaken(_)) => continue,
+            other => return other,
+        }
+    }
+    Err(StoreError::Unavailable("no free public id; try again".into()).into())
 }
