@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{ConditionCheck, ReturnValue, TransactWriteItem, Update};
 use serde::Serialize;
 
 use super::credentials::{Kind, Secret};
@@ -343,15 +343,7 @@ impl Directory {
 
     /// A transaction item that puts `item` unless its key exists already.
     fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
-        Ok(TransactWriteItem::builder()
-            .put(
-                Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .build()?,
-            )
-            .build())
+        crate::store::item::put_new(&self.table, item)
     }
 
     async fn query(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {

@@ -3,10 +3,10 @@
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 
 use super::error::Transaction;
-use super::item::Item;
+use super::item::{put_new, Item};
 use super::submission::Submission;
 use super::{Store, StoreError};
 
@@ -44,12 +44,7 @@ impl Store {
                 Err(e) => Err(StoreError::from_sdk(e)),
             };
         }
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(head))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()?;
-        let mut items = vec![TransactWriteItem::builder().put(put).build()];
+        let mut items = vec![put_new(&self.table, head)?];
         items.extend(self.confirm_chunks(sub)?);
         Ok(match self.transact(items, 1).await? {
             Transaction::Committed => Creation::Created,

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+
+use super::StoreError;
 
 /// A DynamoDB item.
 pub type Item = HashMap<String, AttributeValue>;
@@ -78,6 +80,12 @@ fn value_size(v: &AttributeValue) -> usize {
         AttributeValue::Bs(l) => l.iter().map(|b| b.as_ref().len()).sum(),
         _ => 0,
     }
+}
+
+/// A transaction item that puts `item` into `table` unless an item with its key exists.
+pub fn put_new(table: &str, item: Item) -> Result<TransactWriteItem, StoreError> {
+    let put = Put::builder().table_name(table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)");
+    Ok(TransactWriteItem::builder().put(put.build()?).build())
 }
 
 /// Write units DynamoDB charges for writing `size` bytes: one per started KiB.

@@ -4,7 +4,7 @@
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{item_size, n, revision_sk, s, Item};
+use super::item::{item_size, n, put_new, revision_sk, s, Item};
 use super::submission::{id_and_revision, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
@@ -22,15 +22,7 @@ impl Store {
         kept.remove("agent_key");
         let bytes = sub.bytes + item_size(&kept);
         let mut items = vec![
-            TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(kept))
-                        .condition_expression("attribute_not_exists(pk)")
-                        .build()?,
-                )
-                .build(),
+            put_new(&self.table, kept)?,
             TransactWriteItem::builder()
                 .put(
                     Put::builder()
