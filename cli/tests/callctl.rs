@@ -146,6 +146,15 @@ async fn operator_workflow_end_to_end() {
     let ws_arg = ws.to_string();
     let ws_arg = ws_arg.as_str();
     assert_eq!(cli.json(&["workspace", "get", "--id", ws_arg])["name"], "Acme");
+    assert_eq!(cli.json(&["workspace", "get", "--id", ws_arg])["rate_limit"], Value::Null);
+    assert_eq!(cli.json(&["workspace", "limit", "--id", ws_arg, "--per-second", "7"])["rate_limit"], 7);
+    assert!(cli.ok(&["workspace", "get", "--id", ws_arg]).contains("7 requests per second"));
+    assert_eq!(cli.json(&["workspace", "limit", "--id", ws_arg, "--default"])["rate_limit"], Value::Null);
+    assert!(cli.ok(&["workspace", "get", "--id", ws_arg]).contains("default (20 requests per second)"));
+    for bad in [&["--per-second", "0"][..], &["--per-second", "1001"], &[], &["--per-second", "5", "--default"]] {
+        cli.fails(&[&["workspace", "limit", "--id", ws_arg][..], bad].concat(), 2);
+    }
+    assert!(cli.fails(&["workspace", "limit", "--id", "999999", "--per-second", "5"], 1).contains("does not exist"));
 
     let agent =
         cli.json(&["agent", "create", "--workspace", ws_arg, "--remote-id", "front-desk", "--name", "Front desk"]);

@@ -6,6 +6,8 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 
+use crate::directory::limits::MAX_LIMIT;
+
 /// Everything the functions and `callctl` read from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -20,6 +22,9 @@ pub struct Config {
     pub cache_ttl: Duration,
     /// `MAX_BODY_BYTES`: larger bodies get 413 (default 6 MiB, Lambda's payload limit).
     pub max_body_bytes: usize,
+    /// `RATE_LIMIT_PER_SECOND`: requests a workspace may make per second, unless
+    /// `callctl workspace limit` gave it its own limit (default 20, at most 1,000).
+    pub rate_limit: u32,
     /// `WARM_UP`: open the DynamoDB connection during init (default off).
     pub warm_up: bool,
     /// `LOG_FORMAT=json` for one JSON object per line (Lambda); otherwise readable text.
@@ -34,6 +39,9 @@ pub struct ConfigError {
     value: String,
     reason: &'static str,
 }
+
+/// Requests per second a workspace may make unless given its own limit.
+pub const DEFAULT_RATE_LIMIT: u32 = 20;
 
 /// The default body limit: 6 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
@@ -62,6 +70,7 @@ impl Config {
             id_block_size: number("ID_BLOCK_SIZE", 100, 1, 1_000_000)?,
             cache_ttl: Duration::from_secs(number("DIRECTORY_CACHE_TTL_SECS", 60, 0, 60)?),
             max_body_bytes: number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES as u64, 1, 64 << 20)? as usize,
+            rate_limit: number("RATE_LIMIT_PER_SECOND", DEFAULT_RATE_LIMIT as u64, 1, MAX_LIMIT as u64)? as u32,
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
         })

@@ -251,3 +251,50 @@ async fn a_public_id_already_taken_never_fails_creating_a_key_or_a_session() {
     }
     t.delete().await;
 }
+
+/// Operation A's body with `agentId` written last, after `padding` bytes of transcript.
+fn send_call_data_agent_last(agent: &str, call_id: &str, padding: usize) -> Vec<u8> {
+    let mut body = send_call_data_body(agent, call_id);
+    let object = body.as_object_mut().unwrap();
+    object.remove("agentId");
+    object["transcript"][0]["content"] = serde_json::Value::from("x".repeat(padding));
+    let mut bytes = serde_json::to_vec(&body).unwrap();
+    bytes.pop();
+    bytes.extend_from_slice(format!(r#","agentId":"{agent}"}}"#).as_bytes());
+    bytes
+}
+
+#[tokio::test]
+async fn operation_a_reads_its_credential_and_agent_in_one_round_trip_when_the_agent_comes_first() {
+    let f = fixture("60").await;
+    let reads = f.t.fault(serde_json::json!({
+        "op": "BatchGetItem", "fault": "observe", "times": 1000, "table": f.t.directory
+    }));
+    let key1 = bearer(&f.key1.token);
+    // Sorted keys put agentId first: one read for both, before anything else. (The
+    // workspace's rate limit is read alongside the rate count's write, not before it.)
+    assert_eq!(post_a(&f, Some(&key1), &f.agent1, "c-first").await.status, 201);
+    assert_eq!(f.t.fired(reads), 2);
+    // Then none: the credential, the agent and the workspace are cached.
+    assert_eq!(post_a(&f, Some(&key1), &f.agent1, "c-first-2").await.status, 201);
+    assert_eq!(f.t.fired(reads), 2);
+    // On a fresh instance, an agentId beyond the first bytes costs a read of its own...
+    let fresh = f.t.app(&[("DIRECTORY_CACHE_TTL_SECS", "60")]);
+    let body = send_call_data_agent_last(&f.agent1, "c-last", 5000);
+    let post = |body: Vec<u8>| {
+        let mut r = request(Operation::SendCallData, Some(&key1), &[], &serde_json::json!({}));
+        *r.body_mut() = lambda_http::Body::from(body);
+        send(&fresh, Operation::SendCallData, r)
+    };
+    assert_eq!(post(body.clone()).await.status, 201);
+    assert_eq!(f.t.fired(reads), 5);
+    // ...and then none.
+    assert_eq!(post(body).await.status, 200);
+    assert_eq!(f.t.fired(reads), 5);
+    // The agent judged is the one of the whole body, not the peeked one.
+    let mut twice = send_call_data_agent_last(&f.agent2, "c-two", 10);
+    twice.splice(1..1, format!(r#""agentId":"{}","#, f.agent1).bytes());
+    let answer = post(twice).await;
+    assert!([404, 400, 422].contains(&answer.status), "{}: {}", answer.status, answer.body);
+    f.t.delete().await;
+}

@@ -116,5 +116,30 @@ fn functions_have_least_privilege_iam() {
             }
         }
         assert_eq!(t["Resources"][function]["Metadata"]["BuildMethod"], "rust-cargolambda");
+        assert_eq!(
+            f["ReservedConcurrentExecutions"]["Ref"], "ReservedConcurrency",
+            "{function}: no reserved concurrency"
+        );
+        // The only directory write is the rate counters' UpdateItem, bound to their keys.
+        let directory_writes: Vec<&Value> = f["Policies"][0]["Statement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["Resource"]["Fn::GetAtt"][0] == "DirectoryTable")
+            .filter(|s| {
+                s["Action"].as_array().unwrap().iter().any(|a| a != "dynamodb:GetItem" && a != "dynamodb:BatchGetItem")
+            })
+            .collect();
+        assert_eq!(directory_writes.len(), 1, "{function}: {directory_writes:?}");
+        assert_eq!(directory_writes[0]["Action"], serde_json::json!(["dynamodb:UpdateItem"]));
+        assert_eq!(
+            directory_writes[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+            serde_json::json!(["RATE#*"]),
+            "{function}: directory writes not bound to the rate counters"
+        );
     }
+    assert_eq!(
+        t["Globals"]["Function"]["Environment"]["Variables"]["RATE_LIMIT_PER_SECOND"]["Ref"],
+        "RateLimitPerSecond"
+    );
 }

@@ -154,6 +154,34 @@ def test_a_revoked_key_stops_working_within_the_cache_bound_even_after_a_freeze(
     assert [a.status for a in answers] == [401] * 8, answers
 
 
+def test_a_workspace_limit_holds_across_instances_and_other_workspaces_are_served(stack):
+    # A workspace of its own, limited to 3 requests per second by callctl.
+    ws = stack.ctl("workspace", "create", "--name", unique("limited"))["id"]
+    stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "desk")
+    key = stack.ctl("key", "create", "--workspace", ws, "--name", "k")["token"]
+    assert stack.ctl("workspace", "limit", "--id", ws, "--per-second", 3)["rate_limit"] == 3
+    url = f"{stack.url}/api/v1/public/call?workspace_id={ws}&agent_remote_identifier=desk"
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    bodies = [body_for(stack, unique("limited")) for _ in range(16)]
+    started = time.time()
+    answers = at_once(16, lambda i: request("POST", url, bodies[i], headers))
+    seconds = int(time.time()) - int(started) + 1
+    created = [a for a in answers if a.status == 201]
+    limited = [a for a in answers if a.status == 429]
+    assert len(created) + len(limited) == 16, answers
+    # 16 requests through 8 instances: at most 3 in each second they spanned.
+    assert 1 <= len(created) <= 3 * seconds, (len(created), seconds)
+    for a in limited:
+        assert a.headers["retry-after"] == "1"
+        assert a.headers["content-type"] == "application/problem+json"
+        assert a.headers.get("x-request-id")
+        assert a.body["status"] == 429
+    # The dev workspace is not held back meanwhile, and the limited one is served again.
+    assert stack.post_create_call(body_for(stack, unique("unlimited"))).status == 201
+    time.sleep(1.1)
+    assert request("POST", url, body_for(stack, unique("limited")), headers).status == 201
+
+
 def test_a_short_chaos_run_keeps_every_promise(stack):
     report, injected = chaos_run(stack, seconds=20, seed=7, workers=6)
     assert sum(injected.values()) > 0, "faults were injected"

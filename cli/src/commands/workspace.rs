@@ -2,6 +2,7 @@
 
 use anyhow::{anyhow, bail};
 use call_ingest::directory::admin::Workspace;
+use call_ingest::directory::limits::MAX_LIMIT;
 use call_ingest::http::App;
 use clap::Subcommand;
 use serde_json::json;
@@ -25,6 +26,20 @@ pub enum Command {
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         id: u64,
     },
+    /// Sets how many requests per second the workspace may make (both endpoints together);
+    /// more are answered 429. Instances see the change within a minute.
+    Limit {
+        /// The workspace's id.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        id: u64,
+        /// Requests per second, 1 to 1000.
+        #[arg(long, conflicts_with = "default", required_unless_present = "default",
+              value_parser = clap::value_parser!(u32).range(1..=MAX_LIMIT as i64))]
+        per_second: Option<u32>,
+        /// Back to the functions' default (RATE_LIMIT_PER_SECOND, 20 unless set).
+        #[arg(long)]
+        default: bool,
+    },
 }
 
 impl Command {
@@ -38,9 +53,14 @@ impl Command {
                 app.directory().create_workspace(name).await?
             }
             Command::Get { id } => require(app, id).await?,
+            Command::Limit { id, per_second, .. } => app.directory().set_rate_limit(id, per_second).await?,
+        };
+        let limit = match workspace.rate_limit {
+            Some(l) => format!("{l} requests per second"),
+            None => format!("default ({} requests per second)", app.config.rate_limit),
         };
         out.show(&json!(workspace), || {
-            fields(&[("workspace", workspace.id.to_string()), ("name", workspace.name.clone())])
+            fields(&[("workspace", workspace.id.to_string()), ("name", workspace.name.clone()), ("rate limit", limit)])
         })?;
         Ok(())
     }

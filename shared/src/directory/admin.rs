@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::credentials::{Kind, Secret};
 use super::item_keys::*;
+use super::limits::MAX_LIMIT;
 use super::{now_s, Agent, Directory};
 use crate::store::item::{n, s, Item};
 use crate::store::{random_hex, StoreError};
@@ -34,6 +35,9 @@ pub enum AdminError {
 pub struct Workspace {
     pub id: u64,
     pub name: String,
+    /// Requests per second across both endpoints; `None`: the functions' default
+    /// (`RATE_LIMIT_PER_SECOND`).
+    pub rate_limit: Option<u32>,
 }
 
 /// A credential as created: the only time its token is shown.
@@ -86,15 +90,44 @@ impl Directory {
             .send()
             .await
             .map_err(StoreError::from_sdk)?;
-        Ok(Workspace { id, name: name.to_owned() })
+        Ok(Workspace { id, name: name.to_owned(), rate_limit: None })
     }
 
     /// The workspace `id`, if it exists.
     pub async fn workspace(&self, id: u64) -> Result<Option<Workspace>, AdminError> {
-        Ok(self
-            .get(workspace_pk(id), WORKSPACE_SK)
-            .await?
-            .map(|item| Workspace { id, name: field_s(&item, "name").unwrap_or_default().to_owned() }))
+        Ok(self.get(workspace_pk(id), WORKSPACE_SK).await?.map(|item| Workspace {
+            id,
+            name: field_s(&item, "name").unwrap_or_default().to_owned(),
+            rate_limit: field_u64(&item, "rate_limit").and_then(|l| u32::try_from(l).ok()),
+        }))
+    }
+
+    /// Sets the workspace's limit of requests per second (1 to [`MAX_LIMIT`]), or with
+    /// `None` gives it the functions' default again. Instances see the change within
+    /// their cache's lifetime (at most 60 s).
+    pub async fn set_rate_limit(&self, id: u64, limit: Option<u32>) -> Result<Workspace, AdminError> {
+        if limit.is_some_and(|l| !(1..=MAX_LIMIT).contains(&l)) {
+            return Err(AdminError::Invalid(format!("the limit must be 1 to {MAX_LIMIT} requests per second")));
+        }
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(workspace_pk(id)))
+            .key("sk", s(WORKSPACE_SK))
+            .condition_expression("attribute_exists(pk)");
+        let update = match limit {
+            Some(l) => update.update_expression("SET rate_limit = :l").expression_attribute_values(":l", n(l)),
+            None => update.update_expression("REMOVE rate_limit"),
+        };
+        match update.send().await {
+            Ok(_) => {}
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                return Err(AdminError::NoWorkspace(id))
+            }
+            Err(e) => return Err(StoreError::from_sdk(e).into()),
+        }
+        self.workspace(id).await?.ok_or(AdminError::NoWorkspace(id))
     }
 
     /// Creates an agent in a workspace; `agent_id` is generated unless given (fixtures).

@@ -10,6 +10,7 @@ pub mod admin;
 mod cache;
 pub mod credentials;
 pub mod item_keys;
+pub mod limits;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,6 +24,7 @@ use crate::store::StoreError;
 use cache::Cache;
 pub use credentials::{Denied, Principal};
 use item_keys::*;
+use limits::{Admission, Limiter};
 
 /// An agent calls are stored for.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -62,6 +64,14 @@ impl AgentRef<'_> {
             AgentRef::Remote { workspace_id, remote_id } => remote_pk(workspace_id, remote_id),
         }
     }
+
+    /// The workspace the reference names, if it names one.
+    fn workspace_id(&self) -> Option<u64> {
+        match *self {
+            AgentRef::Id(_) => None,
+            AgentRef::Remote { workspace_id, .. } => Some(workspace_id),
+        }
+    }
 }
 
 /// What the directory holds for one request's credential and agent.
@@ -69,6 +79,8 @@ impl AgentRef<'_> {
 pub struct Lookup {
     pub credential: Option<Item>,
     pub agent: Option<Item>,
+    /// The workspace the agent reference names (operation B), read with them.
+    pub workspace: Option<Item>,
 }
 
 impl Lookup {
@@ -94,12 +106,15 @@ pub struct Directory {
     client: Client,
     table: String,
     cache: Cache,
+    limiter: Limiter,
 }
 
 impl Directory {
     /// `cache_ttl` bounds how long a revoked key keeps working (at most 60 s).
     pub fn new(client: Client, table: impl Into<String>, cache_ttl: Duration) -> Self {
-        Directory { client, table: table.into(), cache: Cache::new(cache_ttl) }
+        let table = table.into();
+        let limiter = Limiter::new(client.clone(), table.clone());
+        Directory { client, table, cache: Cache::new(cache_ttl), limiter }
     }
 
     pub fn client(&self) -> &Client {
@@ -115,32 +130,57 @@ impl Directory {
     /// the old item back into the cache. Missing items are not cached, so a new key or
     /// agent works at once.
     pub async fn lookup(&self, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, StoreError> {
-        let credential_key = credential_pk(&credentials::digest(token));
+        let credential = credential_pk(&credentials::digest(token));
         let agent_key = agent.map(|a| a.pk());
-        let mut wanted: Vec<&str> = Vec::with_capacity(2);
+        let workspace = agent.and_then(|a| a.workspace_id()).map(workspace_pk);
+        let keys = [
+            Some((credential.as_str(), CREDENTIAL_SK)),
+            agent_key.as_deref().map(|k| (k, AGENT_SK)),
+            workspace.as_deref().map(|k| (k, WORKSPACE_SK)),
+        ];
+        let mut found = self.read(keys.into_iter().flatten()).await?;
+        let mut take = |key: Option<String>| key.and_then(|k| found.remove(&k));
+        Ok(Lookup { credential: take(Some(credential)), agent: take(agent_key), workspace: take(workspace) })
+    }
+
+    /// `lookup` with its agent replaced by `agent` (from the cache, else one read): for a
+    /// request whose agent was not known when its credential was read.
+    pub async fn with_agent(&self, lookup: Lookup, agent: AgentRef<'_>) -> Result<Lookup, StoreError> {
+        let key = agent.pk();
+        let mut found = self.read(std::iter::once((key.as_str(), AGENT_SK))).await?;
+        Ok(Lookup { agent: found.remove(&key), ..lookup })
+    }
+
+    /// The items under `pks`, by pk: cached ones from the cache, the others in one
+    /// BatchGetItem. Missing items are not cached, so a new key or agent works at once.
+    async fn read<'k>(
+        &self,
+        keys: impl Iterator<Item = (&'k str, &'static str)>,
+    ) -> Result<HashMap<String, Item>, StoreError> {
+        let mut wanted = Vec::with_capacity(3);
         let mut found: HashMap<String, Item> = HashMap::new();
-        for key in std::iter::once(&credential_key).chain(agent_key.as_ref()) {
-            match self.cache.get(key) {
+        for (pk, sk) in keys {
+            match self.cache.get(pk) {
                 Some(item) => {
-                    found.insert(key.clone(), item);
+                    found.insert(pk.to_owned(), item);
                 }
-                None => wanted.push(key),
+                None => wanted.push((pk, sk)),
             }
         }
         if !wanted.is_empty() {
             for item in self.batch_get(&wanted).await? {
                 if let Some(pk) = field_s(&item, "pk") {
-                    // The credential is cached at once; an agent only once it was
+                    // A credential is cached at once; an agent only once it was
                     // authorised for the caller (`authorize`), so that how fast an answer
                     // comes tells nobody about another workspace's agents.
-                    if pk == credential_key {
+                    if pk.starts_with("CRED#") {
                         self.cache.put(pk.to_owned(), item.clone());
                     }
                     found.insert(pk.to_owned(), item);
                 }
             }
         }
-        Ok(Lookup { credential: found.remove(&credential_key), agent: agent_key.and_then(|k| found.remove(&k)) })
+        Ok(found)
     }
 
     /// The looked-up agent, if it belongs to `workspace_id` (see [`Lookup::authorize`]);
@@ -155,11 +195,40 @@ impl Directory {
         Ok(agent)
     }
 
-    async fn batch_get(&self, pks: &[&str]) -> Result<Vec<Item>, StoreError> {
-        let sk = |pk: &str| if pk.starts_with("CRED#") { CREDENTIAL_SK } else { AGENT_SK };
+    /// Counts one request of `workspace_id` against its limit: the workspace's own
+    /// (`callctl workspace limit`), else `default_limit`. The workspace item comes from
+    /// `lookup` (operation B reads it with the credential), the cache, or one read made
+    /// alongside the count's write; it is cached only here, once the caller was
+    /// authorised for the workspace. A limit that cannot be read is the default.
+    pub async fn admit(&self, lookup: &Lookup, workspace_id: u64, default_limit: u32) -> Admission {
+        let pk = workspace_pk(workspace_id);
+        let limit = async {
+            let item = match lookup.workspace.as_ref().filter(|w| field_s(w, "pk") == Some(pk.as_str())) {
+                Some(item) => Some(item.clone()),
+                None => match self.cache.get(&pk) {
+                    Some(item) => Some(item),
+                    None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK))).await {
+                        Ok(mut found) => found.remove(&pk),
+                        Err(e) => {
+                            tracing::warn!(error = %e, workspace_id, "workspace limit unreadable; default used");
+                            None
+                        }
+                    },
+                },
+            };
+            let limit = item.as_ref().and_then(|i| field_u64(i, "rate_limit"));
+            if let Some(item) = item {
+                self.cache.put(pk.clone(), item);
+            }
+            limit.map_or(default_limit, |l| l.clamp(1, u64::from(limits::MAX_LIMIT)) as u32)
+        };
+        self.limiter.admit(workspace_id, limit).await
+    }
+
+    async fn batch_get(&self, wanted: &[(&str, &str)]) -> Result<Vec<Item>, StoreError> {
         let mut keys = KeysAndAttributes::builder();
-        for pk in pks {
-            keys = keys.keys(HashMap::from([("pk".to_owned(), s(*pk)), ("sk".to_owned(), s(sk(pk)))]));
+        for (pk, sk) in wanted {
+            keys = keys.keys(HashMap::from([("pk".to_owned(), s(*pk)), ("sk".to_owned(), s(*sk))]));
         }
         let mut request = Some(keys.consistent_read(true).build()?);
         let mut items = Vec::new();

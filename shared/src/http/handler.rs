@@ -13,6 +13,7 @@ use crate::api::responses::{CreateCallResponse, SendCallDataResponse};
 use crate::api::{Code, Problem, Violation};
 use crate::call::{self, CallDocument, Operation};
 use crate::directory::credentials::{token_from_headers, Denied};
+use crate::directory::limits::Admission;
 use crate::directory::{AgentRef, Lookup, Principal};
 use crate::store::{Outcome, Owner, StoreError, Stored};
 
@@ -83,6 +84,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
             let workspace_id = principal.workspace(Some(workspace_id)).map_err(denied)?;
             log.workspace = Some(workspace_id);
+            admit(app, &lookup, workspace_id).await?;
             let agent = app.directory().authorize(&lookup, workspace_id).map_err(denied)?;
             if let Some(p) = body_problem {
                 return Err(p);
@@ -92,30 +94,31 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             store(app, workspace_id, &agent.id, &doc, body, log).await
         }
         Operation::SendCallData => {
-            // The agent is named in the body: read it (without judging it yet) so the
-            // credential and the agent cost one round trip together.
-            let parsed = if body_problem.is_none() { Some(call::parse_send_call_data(body)) } else { None };
-            let agent_id = parsed
-                .as_ref()
-                .and_then(|p| p.as_ref().ok())
-                .and_then(|p| p.agent_id.clone())
-                .filter(|id| !id.is_empty() && id.chars().count() <= 200);
-            let lookup = lookup(app, token, agent_id.as_deref().map(AgentRef::Id)).await?;
+            // The agent is named in the body. Only its first bytes are read before the
+            // credential is known (an anonymous request costs no parse), and when they
+            // name the agent, the credential and the agent cost one round trip together.
+            let peeked = crate::api::send_call_data::peek_agent_id(body);
+            let lookup = lookup(app, token, peeked.map(AgentRef::Id)).await?;
             let principal = lookup.authenticate(operation).map_err(denied)?;
             let workspace_id = match principal {
                 Principal::ApiKey { workspace_id, .. } => workspace_id,
                 Principal::Session { .. } => return Err(denied(Denied::Unauthorized)),
             };
             log.workspace = Some(workspace_id);
+            admit(app, &lookup, workspace_id).await?;
             if let Some(p) = body_problem {
                 return Err(p);
             }
-            let parsed = match parsed {
-                Some(p) => p.map_err(|e| Problem::unreadable(&e))?,
-                None => return Err(Problem::new(500, "internal", "Internal error", "body was not read")),
-            };
+            let parsed = call::parse_send_call_data(body).map_err(|e| Problem::unreadable(&e))?;
+            let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
             let agent = match agent_id {
-                Some(_) => Some(app.directory().authorize(&lookup, workspace_id).map_err(denied)?),
+                Some(id) => {
+                    let lookup = match peeked == Some(id) {
+                        true => lookup,
+                        false => app.directory().with_agent(lookup, AgentRef::Id(id)).await.map_err(store_problem)?,
+                    };
+                    Some(app.directory().authorize(&lookup, workspace_id).map_err(denied)?)
+                }
                 None => None,
             };
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
@@ -128,6 +131,19 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
 
 async fn lookup(app: &App, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, Problem> {
     app.directory().lookup(token, agent).await.map_err(store_problem)
+}
+
+/// 429 when the workspace is over its limit of requests per second.
+async fn admit(app: &App, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
+    match app.directory().admit(lookup, workspace_id, app.config.rate_limit).await {
+        Admission::Admitted => Ok(()),
+        Admission::Limited { retry_after_secs } => Err(Problem::new(
+            429,
+            "too-many-requests",
+            "Too many requests",
+            format!("this workspace is over its limit of requests per second; retry after {retry_after_secs} s"),
+        )),
+    }
 }
 
 async fn store(

@@ -6,7 +6,7 @@ use lambda_http::Body;
 use crate::api::Problem;
 use crate::call::Operation;
 
-/// How long a client should wait before retrying after a 503, in seconds.
+/// How long a client should wait before retrying after a 429 or a 503, in seconds.
 pub const RETRY_AFTER_SECS: u32 = 1;
 
 /// A JSON response.
@@ -35,7 +35,7 @@ pub fn problem(p: &Problem, operation: Operation, request_id: &str) -> Response<
         405 => {
             headers.insert(header::ALLOW, HeaderValue::from_static("POST"));
         }
-        503 => {
+        429 | 503 => {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
         _ => {}
