@@ -20,8 +20,12 @@ pub struct Config {
     /// `DIRECTORY_CACHE_TTL_SECS`: how long a credential or agent stays cached (default
     /// and maximum 60 s; 0 turns the cache off).
     pub cache_ttl: Duration,
-    /// `MAX_BODY_BYTES`: larger bodies get 413 (default 6 MiB, Lambda's payload limit).
+    /// `MAX_BODY_BYTES`: larger bodies, as received, get 413 (default 6 MiB; in AWS the
+    /// event limit refuses an uncompressed body before this does).
     pub max_body_bytes: usize,
+    /// `MAX_DECOMPRESSED_BYTES`: compressed bodies that expand past this get 413 (default
+    /// 32 MiB, at most 64 MiB).
+    pub max_decompressed_bytes: usize,
     /// `RATE_LIMIT_PER_SECOND`: requests a workspace may make per second, unless
     /// `callctl workspace limit` gave it its own limit (default 20, at most 1,000).
     pub rate_limit: u32,
@@ -70,6 +74,7 @@ impl Config {
             id_block_size: number("ID_BLOCK_SIZE", 100, 1, 1_000_000)?,
             cache_ttl: Duration::from_secs(number("DIRECTORY_CACHE_TTL_SECS", 60, 0, 60)?),
             max_body_bytes: number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES as u64, 1, 64 << 20)? as usize,
+            max_decompressed_bytes: number("MAX_DECOMPRESSED_BYTES", 32 << 20, 1, 64 << 20)? as usize,
             rate_limit: number("RATE_LIMIT_PER_SECOND", DEFAULT_RATE_LIMIT as u64, 1, MAX_LIMIT as u64)? as u32,
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),

@@ -6,10 +6,12 @@ use std::time::Instant;
 use lambda_http::http::{header, Method, Response};
 use lambda_http::{Body, Request, RequestExt};
 
+use super::encoding::Encoding;
 use super::logging::RequestLog;
 use super::respond;
 use super::App;
 use crate::api::responses::{CreateCallResponse, SendCallDataResponse};
+use crate::api::send_call_data::{peek_agent_id, PEEK_BYTES};
 use crate::api::{Code, Problem, Violation};
 use crate::call::{self, CallDocument, Operation};
 use crate::directory::credentials::{token_from_headers, Denied};
@@ -70,8 +72,9 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
         return Err(Problem::new(405, "method-not-allowed", "Method not allowed", "this endpoint accepts POST only"));
     }
     let token = token_from_headers(request.headers()).map_err(denied)?;
-    let body = request.body().as_ref();
-    let body_problem = body_problem(app, request);
+    let raw = request.body().as_ref();
+    // Judged now, told only to an authenticated caller.
+    let checked = body_checks(app, request);
     match operation {
         Operation::CreateCall => {
             let query = query(request);
@@ -86,18 +89,18 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             log.workspace = Some(workspace_id);
             admit(app, &lookup, workspace_id).await?;
             let agent = app.directory().authorize(&lookup, workspace_id).map_err(denied)?;
-            if let Some(p) = body_problem {
-                return Err(p);
-            }
-            let parsed = call::parse_create_call(body).map_err(|e| Problem::unreadable(&e))?;
+            let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
+            let parsed = call::parse_create_call(&body).map_err(|e| Problem::unreadable(&e))?;
             let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
-            store(app, workspace_id, &agent.id, &doc, body, log).await
+            store(app, workspace_id, &agent.id, &doc, &body, log).await
         }
         Operation::SendCallData => {
-            // The agent is named in the body. Only its first bytes are read before the
-            // credential is known (an anonymous request costs no parse), and when they
-            // name the agent, the credential and the agent cost one round trip together.
-            let peeked = crate::api::send_call_data::peek_agent_id(body);
+            // The agent is named in the body. Only its first bytes are read (and
+            // decompressed) before the credential is known, so an anonymous request costs
+            // no parse; when they name the agent, the credential and the agent cost one
+            // round trip together.
+            let prefix = checked.as_ref().map(|e| e.prefix(raw, PEEK_BYTES)).unwrap_or_default();
+            let peeked = peek_agent_id(&prefix);
             let lookup = lookup(app, token, peeked.map(AgentRef::Id)).await?;
             let principal = lookup.authenticate(operation).map_err(denied)?;
             let workspace_id = match principal {
@@ -106,10 +109,8 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             };
             log.workspace = Some(workspace_id);
             admit(app, &lookup, workspace_id).await?;
-            if let Some(p) = body_problem {
-                return Err(p);
-            }
-            let parsed = call::parse_send_call_data(body).map_err(|e| Problem::unreadable(&e))?;
+            let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
+            let parsed = call::parse_send_call_data(&body).map_err(|e| Problem::unreadable(&e))?;
             let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
             let agent = match agent_id {
                 Some(id) => {
@@ -124,7 +125,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
-            store(app, workspace_id, &agent.id, &doc, body, log).await
+            store(app, workspace_id, &agent.id, &doc, &body, log).await
         }
     }
 }
@@ -159,8 +160,10 @@ async fn store(
     Ok(Reply { stored, call_id: doc.call_id().to_owned() })
 }
 
-/// 413 and 415, which are only told to an authenticated caller.
-fn body_problem(app: &App, request: &Request) -> Option<Problem> {
+/// The checks on a body before it is read, only told to an authenticated caller: 413 for
+/// more bytes than `MAX_BODY_BYTES` (received, before decompression), 415 for a type that
+/// is not JSON or an encoding we do not take. Answers the body's encoding.
+fn body_checks(app: &App, request: &Request) -> Result<Encoding, Problem> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -168,16 +171,16 @@ fn body_problem(app: &App, request: &Request) -> Option<Problem> {
         .and_then(|v| v.trim().parse::<u64>().ok());
     let limit = app.config.max_body_bytes;
     if request.body().len() > limit || declared.is_some_and(|d| d > limit as u64) {
-        return Some(Problem::new(
+        return Err(Problem::new(
             413,
             "payload-too-large",
             "Request body too large",
-            format!("the body must be at most {limit} bytes"),
+            format!("the body must be at most {limit} bytes as sent; send larger calls compressed"),
         ));
     }
     if let Some(content_type) = request.headers().get(header::CONTENT_TYPE) {
         if !is_json(content_type.to_str().unwrap_or_default()) {
-            return Some(Problem::new(
+            return Err(Problem::new(
                 415,
                 "unsupported-media-type",
                 "Unsupported media type",
@@ -185,7 +188,7 @@ fn body_problem(app: &App, request: &Request) -> Option<Problem> {
             ));
         }
     }
-    None
+    Encoding::of(request.headers())
 }
 
 /// `application/json`, or any `+json` type, parameters ignored.

@@ -3,6 +3,7 @@
 //! `events/*.json`) run the same code. Errors become status codes here and nowhere else.
 
 mod app;
+pub mod encoding;
 mod handler;
 pub mod logging;
 mod respond;

@@ -35,6 +35,10 @@ pub fn problem(p: &Problem, operation: Operation, request_id: &str) -> Response<
         405 => {
             headers.insert(header::ALLOW, HeaderValue::from_static("POST"));
         }
+        415 => {
+            // The request encodings we take (RFC 7694).
+            headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(super::encoding::SUPPORTED));
+        }
         429 | 503 => {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
