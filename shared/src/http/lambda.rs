@@ -1,0 +1,80 @@
+//! The Lambda side: an invocation's event in, an API Gateway response out.
+//!
+//! `lambda_http::run` deserialises each event straight into its request type; an event it
+//! cannot read (a header value that is not visible ASCII, aws-lambda-rust-runtime issues
+//! #509 and #786) ends as an error of the runtime, and API Gateway answers it with its own
+//! 5xx and no request id. Here the event is first taken as raw JSON (one scan and copy, a
+//! few milliseconds for the largest event) and then read as lambda_http would; one it cannot
+//! read is answered 400 with our problem body and the invocation's request id.
+
+use std::convert::Infallible;
+
+use lambda_http::request::LambdaRequest;
+use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Request, Service};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::respond;
+use super::{handle, App};
+use crate::api::Problem;
+use crate::call::Operation;
+
+/// API Gateway's (v1 and v2) response format, for an event we could not read.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadableEvent {
+    pub status_code: u16,
+    pub headers: std::collections::BTreeMap<String, String>,
+    pub body: String,
+    pub is_base64_encoded: bool,
+}
+
+/// Runs `operation`'s function on the Lambda runtime until the runtime stops it.
+pub async fn serve(app: App, operation: Operation) -> Result<(), lambda_http::Error> {
+    let app = &app;
+    lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| async move {
+        Ok::<_, Infallible>(answer(app, operation, event).await)
+    }))
+    .await
+}
+
+/// Answers one invocation. Never fails: every event gets an HTTP answer with a request id.
+pub async fn answer(app: &App, operation: Operation, event: LambdaEvent<Box<RawValue>>) -> serde_json::Value {
+    let LambdaEvent { payload, context } = event;
+    match serde_json::from_str::<LambdaRequest>(payload.get()) {
+        Ok(request) => {
+            drop(payload);
+            let mut adapter = Adapter::from(service_fn(|request: Request| async move {
+                Ok::<_, Infallible>(handle(app, operation, request).await)
+            }));
+            let response = match adapter.call(LambdaEvent::new(request, context)).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            serde_json::to_value(response).unwrap_or_default()
+        }
+        Err(e) => serde_json::to_value(unreadable(operation, &context, &e)).unwrap_or_default(),
+    }
+}
+
+fn unreadable(operation: Operation, context: &Context, e: &serde_json::Error) -> UnreadableEvent {
+    tracing::warn!(request_id = %context.request_id, error = %e, "event not readable as an HTTP request");
+    let problem = Problem::new(
+        400,
+        "bad-request",
+        "Request cannot be read",
+        "the request cannot be read (a header value that is not visible ASCII?)",
+    );
+    let response = respond::problem(&problem, operation, &context.request_id);
+    let headers = response
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+        .collect();
+    UnreadableEvent {
+        status_code: 400,
+        headers,
+        body: String::from_utf8_lossy(response.body().as_ref()).into_owned(),
+        is_base64_encoded: false,
+    }
+}
