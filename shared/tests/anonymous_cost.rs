@@ -2,6 +2,7 @@
 //! issued, a 6 MiB operation A body is answered 401 without being parsed. Measured as the
 //! bytes allocated while the handler runs (parsing the body allocates more than its size).
 //! Its own test binary: the allocator counts every thread of the process.
+#![cfg(feature = "aws")]
 
 mod http_support;
 mod support;

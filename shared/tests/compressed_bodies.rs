@@ -1,6 +1,7 @@
 //! Request bodies sent with `Content-Encoding: gzip` or `zstd`, through the handler: stored
 //! decompressed, byte for byte; corrupt, truncated and over-cap bodies refused with nothing
 //! written; unknown encodings 415; and nothing decompressed for an anonymous caller.
+#![cfg(feature = "aws")]
 
 mod http_support;
 mod support;

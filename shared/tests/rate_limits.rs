@@ -1,6 +1,7 @@
 //! Per-workspace fairness (`directory::limits`): a workspace's limit holds across several
 //! instances, a full second is answered from memory, the limiter fails open, and the
 //! handler answers 429 with `Retry-After`, writing nothing.
+#![cfg(feature = "aws")]
 
 mod http_support;
 mod support;
