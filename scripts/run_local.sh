@@ -2,7 +2,7 @@
 # `make run`: the local stack. DynamoDB (moto) on 127.0.0.1:$1, the tables, a development
 # workspace, agent and API key (kept in .local/dev.json and re-created from it after a
 # restart, so the same key keeps working), then both functions on http://127.0.0.1:$2 at
-# their production paths until interrupted, with $3 instances per function (default 8),
+# their production paths (behind scripts/front.py, the local API Gateway) until interrupted, with $3 instances per function (default 8),
 # each its own process, as Lambda runs many at once. The local DynamoDB serves behind the
 # fault layer (scripts/dynamodb_faults.py), which refuses what DynamoDB refuses; no fault
 # is injected unless asked for. Stops what it started.
@@ -30,11 +30,13 @@ for _ in $(seq 50); do
   sleep 0.2
 done
 
-cargo build --quiet -p callctl
+cargo build --quiet -p callctl -p create-call -p send-call-data
 callctl="${target}/debug/callctl"
 "$callctl" tables create
 .venv/bin/python scripts/dev_setup.py "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json
 .venv/bin/python scripts/dev_setup.py --curl .local/dev.json
 
 echo "Serving both functions on http://127.0.0.1:${API_PORT}, ${INSTANCES} instances each (Ctrl-C stops everything)."
-cargo lambda watch -A 127.0.0.1 -P "${API_PORT}" --concurrency "${INSTANCES}"
+# The local API Gateway (scripts/front.py): API Gateway's events, base64 bodies and 6 MB
+# event limit, in front of the binaries Lambda runs.
+.venv/bin/python scripts/front.py --port "${API_PORT}" --instances "${INSTANCES}" --bin "${target}/debug"

@@ -5,9 +5,10 @@
         stack.faults.add({"op": "PutItem", "fault": "throttle", "times": 1})
 
 Starts the local DynamoDB (moto behind the fault layer) on a free port, creates the tables
-and a workspace, agent and API key with callctl, then serves both functions with
-`cargo lambda watch --concurrency N` on another free port: N instances per function, each
-its own process with its own id block and directory cache, as Lambda runs them. Stops
+and a workspace, agent and API key with callctl, then serves both functions behind the
+local API Gateway (scripts/front.py) on another free port: N instances per function, each
+its own process with its own id block and directory cache, as Lambda runs them, fed the
+events API Gateway would build (base64 bodies, the 6 MB event limit). Stops
 everything it started on exit.
 """
 import json
@@ -136,8 +137,8 @@ class Stack:
         })
         self.calls_table = self.env["CALLS_TABLE"]
         self.callctl = os.path.join(target_dir(), "debug", "callctl")
-        subprocess.run(["cargo", "build", "--quiet", "-p", "callctl", "-p", "callgen"], cwd=ROOT, env=self.env,
-                       check=True, stdout=self.log, stderr=self.log)
+        subprocess.run(["cargo", "build", "--quiet", "-p", "callctl", "-p", "callgen", "-p", "create-call",
+                        "-p", "send-call-data"], cwd=ROOT, env=self.env, check=True, stdout=self.log, stderr=self.log)
         self.ctl("tables", "create")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -153,14 +154,17 @@ class Stack:
         finally:
             os.environ.clear()
             os.environ.update(old_env)
-        watch = subprocess.Popen(
-            ["cargo", "lambda", "watch", "-A", "127.0.0.1", "-P", str(self.port),
-             "--concurrency", str(self.instances), "--ignore-changes"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log, start_new_session=True,
+        front = subprocess.Popen(
+            [python, os.path.join(ROOT, "scripts", "front.py"), "--port", str(self.port),
+             "--instances", str(self.instances), "--bin", os.path.join(target_dir(), "debug")],
+            cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True,
         )
-        self.procs.append(watch)
-        self.watch = watch
-        self.wait_until_serving(watch)
+        self.procs.append(front)
+        self.watch = front
+        line = front.stdout.readline()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"the local API Gateway did not start: {line!r}")
+        self.wait_until_serving(front)
 
     def wait_until_serving(self, watch, within=900):
         """Until both functions answer (the first start compiles them)."""
@@ -168,7 +172,7 @@ class Stack:
         for path in ("/v1/calls", "/api/v1/public/call"):
             while True:
                 if watch.poll() is not None:
-                    raise RuntimeError("cargo lambda watch exited")
+                    raise RuntimeError("the local API Gateway (scripts/front.py) exited")
                 try:
                     a = request("POST", self.url + path, b"{}", {"Content-Type": "application/json"}, timeout=120)
                     if a.status == 401:
@@ -196,8 +200,8 @@ class Stack:
         self.procs = []
 
     def function_pids(self):
-        """The processes of the function instances this stack's `cargo lambda watch`
-        started (its children; each instance is its own process)."""
+        """The processes of the function instances this stack's local API Gateway
+        (scripts/front.py) started (its children; each instance is its own process)."""
         parent = str(self.watch.pid)
         out = subprocess.run(["pgrep", "-P", parent, "-x", "create-call|send-call-data"], capture_output=True, text=True)
         return [int(p) for p in out.stdout.split()]

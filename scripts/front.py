@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""The local API Gateway: serves the two functions' paths as an HTTP API does, in front of
+several instances of each function, each its own process running the very binary Lambda
+runs (`create-call`, `send-call-data`), talking to this script through the Lambda Runtime
+API as it would to Lambda.
+
+What it does as AWS does (and `cargo lambda watch` does not):
+  * builds the API Gateway HTTP API event (payload format 2.0);
+  * passes a body base64-encoded (`isBase64Encoded`) when it is not UTF-8 text or carries a
+    Content-Encoding, so such bodies reach the handler;
+  * refuses a request whose event would be over Lambda's 6 MB limit for a synchronous
+    invocation (6,291,456 bytes: the whole event, where a JSON body is an escaped string),
+    with API Gateway's own answer: 413 `{"message":"Request Too Long"}`, no X-Request-Id
+    (see README "Limits");
+  * refuses bodies over the HTTP API's 10 MB payload limit the same way;
+  * gives each instance one event at a time, and queues the rest, as Lambda does;
+  * answers 500 `{"message":"Internal Server Error"}` when a function fails or exits.
+It also serves Lambda's Invoke API, `POST /2015-03-31/functions/<name>/invocations`, so an
+event file can be sent as it is (`cargo lambda invoke -A 127.0.0.1 -P <port> <name>`).
+
+Usage: front.py --port 9000 --instances 8 --bin DIR   (DIR holds both binaries)
+Prints "READY <port>" on stdout once listening.
+"""
+import argparse
+import base64
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl
+
+# Lambda's limit on a synchronous invocation's event, in bytes.
+EVENT_LIMIT = 6 * 1024 * 1024
+# The HTTP API's limit on a request body, in bytes.
+PAYLOAD_LIMIT = 10 * 1024 * 1024
+# API Gateway's integration timeout.
+TIMEOUT_S = 30
+# Lambda's Invoke API, for events sent as they are (`events/`).
+INVOKE_PATH = re.compile(r"/2015-03-31/functions/([A-Za-z0-9_-]+)/invocations")
+ROUTES = {"/v1/calls": "send-call-data", "/api/v1/public/call": "create-call"}
+TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/xml")
+
+
+class Invocation:
+    def __init__(self, event):
+        self.id = str(uuid.uuid4())
+        self.event = event
+        self.done = threading.Event()
+        self.response = None  # (ok, bytes)
+
+
+class Function:
+    """One function: its Runtime API endpoint, its queue of events and its instances."""
+
+    def __init__(self, name, binary, instances, env, log):
+        self.name = name
+        self.queue = queue.Queue()
+        self.pending = {}
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), runtime_handler(self))
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        port = self.server.server_address[1]
+        self.env = dict(env)
+        self.env.update({
+            "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{port}",
+            "AWS_LAMBDA_FUNCTION_NAME": name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}",
+        })
+        self.binary = binary
+        self.log = log
+        self.procs = [self.spawn(i) for i in range(instances)]
+
+    def spawn(self, i):
+        env = dict(self.env, AWS_LAMBDA_LOG_STREAM_NAME=f"local/{i}")
+        return subprocess.Popen([self.binary], env=env, stdout=self.log, stderr=self.log)
+
+    def invoke(self, event):
+        """Runs `event` on the next free instance; answers (ok, bytes) or None on timeout."""
+        inv = Invocation(event)
+        with self.lock:
+            self.pending[inv.id] = inv
+        self.queue.put(inv)
+        inv.done.wait(TIMEOUT_S)
+        with self.lock:
+            self.pending.pop(inv.id, None)
+        return inv.response
+
+    def finish(self, inv_id, ok, body):
+        with self.lock:
+            inv = self.pending.get(inv_id)
+        if inv is not None:
+            inv.response = (ok, body)
+            inv.done.set()
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.server.shutdown()
+
+
+def runtime_handler(function):
+    class Runtime(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def reply(self, status, body=b"", headers=()):
+            self.send_response(status)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            if not self.path.endswith("/runtime/invocation/next"):
+                return self.reply(404, b'{"message":"not found"}')
+            inv = function.queue.get()
+            deadline = int((time.time() + TIMEOUT_S) * 1000)
+            self.reply(200, inv.event, [
+                ("Lambda-Runtime-Aws-Request-Id", inv.id),
+                ("Lambda-Runtime-Deadline-Ms", str(deadline)),
+                ("Lambda-Runtime-Invoked-Function-Arn",
+                 f"arn:aws:lambda:us-east-1:123456789012:function:{function.name}"),
+                ("Lambda-Runtime-Trace-Id", f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"),
+            ])
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            parts = self.path.split("/")
+            if "invocation" in parts and parts[-1] in ("response", "error"):
+                function.finish(parts[-2], parts[-1] == "response", body)
+            elif parts[-1] == "error":
+                sys.stderr.write(f"{function.name}: init error {body[:500]!r}\n")
+            self.reply(202, b'{"status":"OK"}')
+
+    return Runtime
+
+
+def is_text(content_type, content_encoding, body):
+    """Whether API Gateway would pass the body as text: a text type, no encoding, UTF-8."""
+    if content_encoding:
+        return False
+    if content_type and not content_type.lower().startswith(TEXT_TYPES) and "+json" not in content_type.lower():
+        return False
+    try:
+        body.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def build_event(method, path, raw_query, headers, body, source_ip):
+    """The HTTP API's event (payload 2.0) for a request, as JSON bytes."""
+    joined = {}
+    for k, v in headers:
+        k = k.lower()
+        joined[k] = f"{joined[k]},{v}" if k in joined else v
+    query = {}
+    for k, v in parse_qsl(raw_query, keep_blank_values=True):
+        query[k] = f"{query[k]},{v}" if k in query else v
+    route = f"{method} {path}"
+    now = time.time()
+    event = {
+        "version": "2.0",
+        "routeKey": route,
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": joined,
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "local", "domainName": "127.0.0.1", "domainPrefix": "127",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": source_ip,
+                     "userAgent": joined.get("user-agent", "")},
+            "requestId": base64.b64encode(os.urandom(12)).decode(), "routeKey": route, "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)), "timeEpoch": int(now * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if query:
+        event["queryStringParameters"] = query
+    if body:
+        if is_text(joined.get("content-type"), joined.get("content-encoding"), body):
+            event["body"] = body.decode("utf-8")
+        else:
+            event["body"] = base64.b64encode(body).decode()
+            event["isBase64Encoded"] = True
+    # As Lambda receives it: compact, non-ASCII characters as UTF-8.
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def front_handler(functions):
+    class Front(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def gateway_answer(self, status, message):
+            body = json.dumps({"message": message}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("apigw-requestid", base64.b64encode(os.urandom(12)).decode())
+            self.end_headers()
+            self.wfile.write(body)
+
+        def handle_any(self):
+            path, _, raw_query = self.path.partition("?")
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > PAYLOAD_LIMIT:
+                self.close_connection = True
+                return self.gateway_answer(413, "Request Too Long")
+            body = self.rfile.read(length) if length else b""
+            invoked = INVOKE_PATH.fullmatch(path)
+            if invoked and self.command == "POST":
+                return self.invoke_directly(invoked.group(1), body)
+            function = functions.get(path)
+            if function is None:
+                return self.gateway_answer(404, "Not Found")
+            # Header values as the socket carried them (latin-1 is how http.server read them).
+            headers = [(k, v.encode("latin-1").decode("utf-8", "replace")) for k, v in self.headers.items()]
+            event = build_event(self.command, path, raw_query, headers, body, self.client_address[0])
+            if len(event) > EVENT_LIMIT:
+                return self.gateway_answer(413, "Request Too Long")
+            answer = function.invoke(event)
+            if answer is None:
+                return self.gateway_answer(503, "Service Unavailable")
+            ok, raw = answer
+            try:
+                response = json.loads(raw) if ok else None
+                status = int(response["statusCode"])
+            except (ValueError, KeyError, TypeError):
+                return self.gateway_answer(500, "Internal Server Error")
+            out = response.get("body") or ""
+            out = base64.b64decode(out) if response.get("isBase64Encoded") else out.encode("utf-8")
+            self.send_response(status)
+            for k, v in (response.get("headers") or {}).items():
+                if k.lower() != "content-length":
+                    self.send_header(k, v)
+            for k, values in (response.get("multiValueHeaders") or {}).items():
+                for v in values:
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def invoke_directly(self, name, event):
+            """Lambda's Invoke API (`cargo lambda invoke`, `aws lambda invoke`): the event
+            as given, the function's answer as it gave it."""
+            function = next((f for f in functions.values() if f.name == name), None)
+            if function is None:
+                return self.gateway_answer(404, f"Function not found: {name}")
+            if len(event) > EVENT_LIMIT:
+                return self.gateway_answer(413, "Request must be smaller than 6291456 bytes for the InvokeFunction operation")
+            answer = function.invoke(event)
+            if answer is None:
+                return self.gateway_answer(504, "Task timed out")
+            ok, raw = answer
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if not ok:
+                self.send_header("X-Amz-Function-Error", "Unhandled")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = handle_any
+
+    return Front
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--instances", type=int, default=8)
+    parser.add_argument("--bin", required=True, help="directory holding the create-call and send-call-data binaries")
+    args = parser.parse_args()
+    functions = {}
+    started = []
+    for path, name in ROUTES.items():
+        f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
+        functions[path] = f
+        started.append(f)
+    server = ThreadingHTTPServer((args.host, args.port), front_handler(functions))
+    server.daemon_threads = True
+    server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def stop(*_):
+        for f in started:
+            f.stop()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"READY {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        stop()
+
+
+if __name__ == "__main__":
+    main()
