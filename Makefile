@@ -27,7 +27,7 @@ help:
 	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
 	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
-	@echo "make bench    criterion benchmarks of parse + validate + normalise"
+	@echo "make bench    criterion benchmarks: parse + validate + normalise, decompression, anonymous cost"
 	@echo "make deploy   sam build + sam deploy (guided the first time)"
 
 venv: $(VENV)/.installed
@@ -70,7 +70,7 @@ build: venv
 	@ls -l $${CARGO_TARGET_DIR:-target}/lambda/*/bootstrap
 
 bench:
-	cargo bench -p call-ingest --no-default-features --bench pipeline
+	cargo bench -p call-ingest --no-default-features --bench pipeline --bench edge
 
 fuzz-build:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
