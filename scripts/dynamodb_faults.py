@@ -21,6 +21,8 @@ Faults (on command), in DynamoDB's exact wire shapes:
   cancel_condition 400 TransactionCanceledException, reason ConditionalCheckFailed on one
                   item (a condition that is false, e.g. a random id already taken)
   gateway         502 with a plain-text body and no error code (a proxy or load balancer)
+  invalid         400 ValidationException whose message quotes the request (as DynamoDB's
+                  messages can: "…invalid: <value>"), for what may never reach a log
   not_found       400 ResourceNotFoundException (a table missing or being created)
   creating        DescribeTable says CREATING; UpdateTimeToLive is refused; data calls
                   answer ResourceNotFoundException (a table that is not active yet)
@@ -60,7 +62,7 @@ MAX_SORT_KEY_BYTES = 1024
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 FAULTS = {
     "throttle", "provisioned", "internal", "gateway", "conflict", "cancel_conflict", "cancel_throttle",
-    "cancel_condition",
+    "cancel_condition", "invalid",
     "not_found", "creating", "lost_reply", "late", "delay", "observe",
 }
 _SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
@@ -387,6 +389,9 @@ class FaultLayer:
             ))
         if f == "internal":
             return respond(start_response, *error("InternalServerError", "Internal server error", status=500))
+        if f == "invalid":
+            quoted = body.decode("utf-8", "replace")[:2000]
+            return respond(start_response, *validation(f"One or more parameter values were invalid: {quoted}"))
         if f == "gateway":
             start_response("502 Bad Gateway", [("Content-Type", "text/plain"), ("Content-Length", "11")])
             return [b"Bad Gateway"]

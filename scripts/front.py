@@ -157,10 +157,11 @@ def runtime_handler(function):
 
 
 def is_text(content_type, content_encoding, body):
-    """Whether API Gateway would pass the body as text: a text type, no encoding, UTF-8."""
-    if content_encoding:
+    """Whether API Gateway would pass the body as text: a text type (a body without a
+    Content-Type is binary, as AWS treats it), no encoding, UTF-8."""
+    if content_encoding or not content_type:
         return False
-    if content_type and not content_type.lower().startswith(TEXT_TYPES) and "+json" not in content_type.lower():
+    if not content_type.lower().startswith(TEXT_TYPES) and "+json" not in content_type.lower():
         return False
     try:
         body.decode("utf-8")

@@ -298,3 +298,19 @@ async fn operation_a_reads_its_credential_and_agent_in_one_round_trip_when_the_a
     assert!([404, 400, 422].contains(&answer.status), "{}: {}", answer.status, answer.body);
     f.t.delete().await;
 }
+
+#[tokio::test]
+async fn a_500_says_whether_the_credential_or_the_call_failed() {
+    let f = fixture("60").await;
+    let key1 = bearer(&f.key1.token);
+    let refuse = |table: &str| serde_json::json!({"op": "*", "fault": "invalid", "times": 1, "table": table});
+    f.t.fault(refuse(&f.t.directory));
+    let a = post_b(&f, Some(&key1), "1", REMOTE1, "c-500-directory").await;
+    assert_eq!(a.status, 500, "{}", a.body);
+    assert!(a.body["detail"].as_str().unwrap().starts_with("the credential or agent could not be read"), "{}", a.body);
+    f.t.fault(refuse(&f.t.calls));
+    let a = post_b(&f, Some(&key1), "1", REMOTE1, "c-500-store").await;
+    assert_eq!(a.status, 500, "{}", a.body);
+    assert!(a.body["detail"].as_str().unwrap().starts_with("the call could not be stored"), "{}", a.body);
+    f.t.delete().await;
+}

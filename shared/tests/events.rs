@@ -87,6 +87,7 @@ async fn every_event_file_gives_its_documented_status() {
         ("create-call/valid.json", Operation::CreateCall, 201),
         ("create-call/gzip.json", Operation::CreateCall, 201),
         ("create-call/unreadable-header.json", Operation::CreateCall, 400),
+        ("create-call/unreadable-query.json", Operation::CreateCall, 400),
         ("send-call-data/not-utf8.json", Operation::SendCallData, 400),
         ("create-call/replay.json", Operation::CreateCall, 200),
         ("create-call/invalid-body.json", Operation::CreateCall, 422),
@@ -123,6 +124,13 @@ async fn every_event_file_gives_its_documented_status() {
 fn the_unreadable_event_is_one_lambda_http_cannot_read() {
     let text = std::fs::read_to_string(support::root().join("events/create-call/unreadable-header.json")).unwrap();
     assert!(lambda_http::request::from_str(&text).is_err(), "lambda_http reads it: the event tests nothing");
+}
+
+#[test]
+fn lambda_http_panics_on_the_unreadable_query_event() {
+    let text = std::fs::read_to_string(support::root().join("events/create-call/unreadable-query.json")).unwrap();
+    let read = std::panic::catch_unwind(|| lambda_http::request::from_str(&text).map(|_| ()));
+    assert!(read.is_err(), "lambda_http turns it into a request: the event tests nothing");
 }
 
 #[tokio::test]

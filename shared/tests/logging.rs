@@ -62,12 +62,25 @@ fn the_request_log_holds_no_credential_transcript_or_phone_number() {
             )
             .await;
             assert_eq!(a.status, 201);
+            // DynamoDB refuses a write with a message quoting the request: only its code
+            // may reach the log.
+            t.fault(serde_json::json!({"op": "*", "fault": "invalid", "times": 1000, "table": t.calls}));
+            let a = send(
+                &app,
+                Operation::CreateCall,
+                request(Operation::CreateCall, Some(&auth), &q, &create_call_body("refused")),
+            )
+            .await;
+            assert_eq!(a.status, 500);
+            t.clear_faults(&t.calls);
             t.delete().await;
         })
     });
     let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     assert!(log.contains("\"status\":201"), "the request line is logged: {log}");
     assert!(log.contains("bytes_stored"));
+    assert!(log.contains("ValidationException"), "the refusal is logged by its code: {log}");
+    assert!(!log.contains("parameter values were invalid"), "DynamoDB's message, which quotes the request, was logged");
     for secret in [EVENTS_KEY, &EVENTS_KEY[12..], "SECRET-TRANSCRIPT-WORDS", "+14155550199", "4155550199"] {
         assert!(!log.contains(secret), "{secret} leaked into the log");
     }

@@ -1,5 +1,6 @@
 //! What the largest call we take costs in memory: a Create Call body just under
-//! `MAX_DECOMPRESSED_BYTES` (32 MiB), sent zstd-compressed, stored through the handler
+//! `MAX_DECOMPRESSED_BYTES` (32 MiB), sent zstd-compressed with the largest window we accept
+//! (32 MiB), stored through the handler
 //! with a real DynamoDB protocol. The peak of live heap bytes while the handler runs must
 //! leave room in the function's `MemorySize` (template.yaml) for the runtime, the binary
 //! and the event Lambda hands us (the compressed body, base64, in a JSON string).
@@ -73,7 +74,12 @@ async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
     // A realistic call this large compresses to about 5.9 MB (zstd -9), more than fits in
     // Lambda's event once base64-encoded; the cap bounds what any body can expand to, so
     // the budget is checked at the cap all the same (the handler has no other size limit).
-    let packed = zstd::encode_all(&body[..], 3).unwrap();
+    // With the largest window a frame may declare (32 MiB), which the decoder allocates.
+    let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    encoder.window_log(25).unwrap();
+    encoder.long_distance_matching(true).unwrap();
+    std::io::Write::write_all(&mut encoder, &body).unwrap();
+    let packed = encoder.finish().unwrap();
     let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
     let mut request = request(Operation::CreateCall, Some(&key), &q, &serde_json::Value::Null);
     request.headers_mut().insert("content-encoding", "zstd".parse().unwrap());

@@ -115,3 +115,16 @@ def test_event_files_can_be_invoked_as_they_are_through_lambdas_invoke_api(stack
     conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=60)
     conn.request("POST", "/2015-03-31/functions/nope/invocations", body=b"{}")
     assert conn.getresponse().status == 404
+
+
+def test_the_readmes_compressed_recipe_no_content_type_is_stored(stack):
+    """README: a gzip body sent without a Content-Type (API Gateway then passes it
+    base64-encoded) is read as JSON."""
+    body = json.dumps(dict(json.loads(stack.callgen("--minutes", 2, "--seed", 23)), call_id="edge-no-type")).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=60)
+    conn.request("POST", create_path(stack), body=gzip.compress(body), headers={
+        "Authorization": f"Bearer {stack.dev['api_key']}", "Content-Encoding": "gzip"})
+    r = conn.getresponse()
+    out = r.read()
+    conn.close()
+    assert r.status == 201, out[:300]

@@ -24,6 +24,11 @@ pub const SUPPORTED: &str = "gzip, zstd";
 /// The largest zstd window accepted (32 MiB, the default cap): a frame cannot make the
 /// decoder allocate more, and no body within the cap needs a larger one.
 const ZSTD_WINDOW_LOG_MAX: u32 = 25;
+/// How much of a compressed body a prefix reads at most: a real stream's first 4 KiB come
+/// from far fewer bytes; one whose do not is read in full after the credential.
+const PREFIX_INPUT: usize = 16 * 1024;
+/// The largest zstd window a prefix accepts (2 MiB, zstd's default at level 3 and below).
+const PREFIX_WINDOW_LOG_MAX: u32 = 21;
 
 impl Encoding {
     /// The request's `Content-Encoding`: none or `identity`, `gzip` (`x-gzip`) or `zstd`,
@@ -51,7 +56,7 @@ impl Encoding {
         let read = match self {
             Encoding::Identity => return Ok(Cow::Borrowed(body)),
             Encoding::Gzip => read_capped(flate2::read::MultiGzDecoder::new(body), body.len(), cap),
-            Encoding::Zstd => zstd_decoder(body).and_then(|d| read_capped(d, body.len(), cap)),
+            Encoding::Zstd => zstd_decoder(body, ZSTD_WINDOW_LOG_MAX).and_then(|d| read_capped(d, body.len(), cap)),
         };
         match read {
             Ok(out) => Ok(Cow::Owned(out)),
@@ -70,14 +75,17 @@ impl Encoding {
         }
     }
 
-    /// The first `n` bytes of the decompressed body, or as many as precede an error:
-    /// reading them costs `n` bytes of output, whatever the body's size.
+    /// The first `n` bytes of the decompressed body, or as many as precede an error or
+    /// come from its first `PREFIX_INPUT` bytes: what this costs is bounded whatever the
+    /// body holds (thousands of empty gzip members, a frame declaring a large window), as
+    /// it runs before the caller is known.
     pub fn prefix<'b>(self, body: &'b [u8], n: usize) -> Cow<'b, [u8]> {
         let mut out = Vec::new();
+        let input = &body[..body.len().min(PREFIX_INPUT)];
         let _ = match self {
             Encoding::Identity => return Cow::Borrowed(&body[..body.len().min(n)]),
-            Encoding::Gzip => flate2::read::MultiGzDecoder::new(body).take(n as u64).read_to_end(&mut out),
-            Encoding::Zstd => match zstd_decoder(body) {
+            Encoding::Gzip => flate2::read::MultiGzDecoder::new(input).take(n as u64).read_to_end(&mut out),
+            Encoding::Zstd => match zstd_decoder(input, PREFIX_WINDOW_LOG_MAX) {
                 Ok(d) => d.take(n as u64).read_to_end(&mut out),
                 Err(_) => Ok(0),
             },
@@ -99,22 +107,34 @@ enum Failed {
     Corrupt,
 }
 
-fn zstd_decoder(body: &[u8]) -> Result<impl Read + '_, Failed> {
+fn zstd_decoder(body: &[u8], window_log_max: u32) -> Result<impl Read + '_, Failed> {
     let mut decoder = zstd::stream::read::Decoder::with_buffer(body).map_err(|_| Failed::Corrupt)?;
-    decoder.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(|_| Failed::Corrupt)?;
+    decoder.window_log_max(window_log_max).map_err(|_| Failed::Corrupt)?;
     Ok(decoder)
 }
 
 /// Reads `reader` to its end, or fails once it yields more than `cap` bytes. The buffer
-/// starts at a guess from the compressed size (call JSON compresses 5–10×), never from a
-/// size the data declares.
-fn read_capped(reader: impl Read, compressed_len: usize, cap: usize) -> Result<Vec<u8>, Failed> {
+/// starts at a guess from the compressed size and never holds more than `cap` bytes of
+/// capacity, whatever sizes the data declares.
+fn read_capped(mut reader: impl Read, compressed_len: usize, cap: usize) -> Result<Vec<u8>, Failed> {
     let mut out = Vec::with_capacity(compressed_len.saturating_mul(8).min(cap));
-    reader.take(cap as u64 + 1).read_to_end(&mut out).map_err(|_| Failed::Corrupt)?;
-    if out.len() > cap {
-        return Err(Failed::TooLarge);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let k = match reader.read(&mut buf) {
+            Ok(0) => return Ok(out),
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err(Failed::Corrupt),
+        };
+        if out.len() + k > cap {
+            return Err(Failed::TooLarge);
+        }
+        if out.capacity() - out.len() < k {
+            let target = out.capacity().saturating_mul(2).max(out.len() + k).min(cap);
+            out.reserve_exact(target - out.len());
+        }
+        out.extend_from_slice(&buf[..k]);
     }
-    Ok(out)
 }
 
 fn unsupported(what: &str) -> Problem {
@@ -178,6 +198,37 @@ mod tests {
         assert_eq!(Encoding::Gzip.decode(&bomb, 32 << 20).unwrap_err().status, 413);
         // The prefix costs what it reads.
         assert_eq!(Encoding::Gzip.prefix(&bomb, 4096).len(), 4096);
+    }
+
+    #[test]
+    fn a_prefix_reads_a_bounded_part_of_the_body_whatever_it_holds() {
+        // Empty gzip members (each costs the decoder a reset) past the prefix's input,
+        // then the data: the prefix never reaches it; the body decodes in full.
+        let empty = gzip(b"");
+        let mut body = empty.repeat(PREFIX_INPUT / empty.len() + 1);
+        body.extend(gzip(b"{\"agentId\":\"a\"}"));
+        assert!(Encoding::Gzip.prefix(&body, 4096).is_empty());
+        assert_eq!(Encoding::Gzip.decode(&body, 1 << 20).unwrap(), &b"{\"agentId\":\"a\"}"[..]);
+        // A zstd frame declaring a 32 MiB window: no prefix (no 32 MiB buffer for an
+        // anonymous caller), decoded in full once the caller is known.
+        let data = b"{\"agentId\":\"a\"}".repeat(100);
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        e.window_log(25).unwrap();
+        e.write_all(&data).unwrap();
+        let wide = e.finish().unwrap();
+        assert!(Encoding::Zstd.prefix(&wide, 4096).is_empty());
+        assert_eq!(Encoding::Zstd.decode(&wide, 1 << 20).unwrap(), &data[..]);
+        // A usual stream gives its prefix.
+        assert_eq!(&Encoding::Zstd.prefix(&zstd::encode_all(&data[..], 3).unwrap(), 10)[..], &data[..10]);
+    }
+
+    #[test]
+    fn the_buffer_never_grows_past_the_cap() {
+        // Compresses far more than 8×: the first guess is too small and the buffer grows.
+        let data = vec![b' '; 3_000_000];
+        let out = Encoding::Gzip.decode(&gzip(&data), 3_000_000).unwrap().into_owned();
+        assert_eq!(out.len(), 3_000_000);
+        assert!(out.capacity() <= 3_000_000, "capacity {}", out.capacity());
     }
 
     #[test]

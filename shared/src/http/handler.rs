@@ -116,7 +116,9 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
                 Some(id) => {
                     let lookup = match peeked == Some(id) {
                         true => lookup,
-                        false => app.directory().with_agent(lookup, AgentRef::Id(id)).await.map_err(store_problem)?,
+                        false => {
+                            app.directory().with_agent(lookup, AgentRef::Id(id)).await.map_err(directory_problem)?
+                        }
                     };
                     Some(app.directory().authorize(&lookup, workspace_id).map_err(denied)?)
                 }
@@ -131,7 +133,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
 }
 
 async fn lookup(app: &App, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, Problem> {
-    app.directory().lookup(token, agent).await.map_err(store_problem)
+    app.directory().lookup(token, agent).await.map_err(directory_problem)
 }
 
 /// 429 when the workspace is over its limit of requests per second.
@@ -155,7 +157,11 @@ async fn store(
     raw: &[u8],
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
-    let stored = app.store().put_call(Owner { workspace_id, agent_id }, doc, raw).await.map_err(store_problem)?;
+    let stored = app
+        .store()
+        .put_call(Owner { workspace_id, agent_id }, doc, raw)
+        .await
+        .map_err(|e| storage_problem(e, "the call could not be stored"))?;
     log.stored = Some(stored);
     Ok(Reply { stored, call_id: doc.call_id().to_owned() })
 }
@@ -262,7 +268,13 @@ fn denied(d: Denied) -> Problem {
     }
 }
 
-fn store_problem(e: StoreError) -> Problem {
+/// A failure reading the credential or the agent: no call was being stored yet.
+fn directory_problem(e: StoreError) -> Problem {
+    storage_problem(e, "the credential or agent could not be read")
+}
+
+/// 503 for what a retry may fix, else 500 whose detail says what `failed`.
+fn storage_problem(e: StoreError, failed: &str) -> Problem {
     match e {
         StoreError::Unavailable(reason) => {
             tracing::warn!(%reason, "storage unavailable");
@@ -279,7 +291,7 @@ fn store_problem(e: StoreError) -> Problem {
                 500,
                 "internal",
                 "Internal error",
-                "the call could not be stored; quote the request id when reporting this",
+                format!("{failed}; quote the request id when reporting this"),
             )
         }
     }

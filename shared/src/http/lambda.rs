@@ -1,16 +1,19 @@
 //! The Lambda side: an invocation's event in, an API Gateway response out.
 //!
 //! `lambda_http::run` deserialises each event straight into its request type; an event it
-//! cannot read (a header value that is not visible ASCII, aws-lambda-rust-runtime issues
+//! cannot read (a header value with control characters, aws-lambda-rust-runtime issues
 //! #509 and #786) ends as an error of the runtime, and API Gateway answers it with its own
-//! 5xx and no request id. Here the event is first taken as raw JSON (one scan and copy, a
-//! few milliseconds for the largest event) and then read as lambda_http would; one it cannot
-//! read is answered 400 with our problem body and the invocation's request id.
+//! 5xx and no request id; one it reads but cannot turn into a request (a query string with
+//! `"`, a malformed Host) panics. Here the event is first taken as raw JSON (one scan and
+//! copy, a few milliseconds for the largest event) and then read as lambda_http would; one
+//! it cannot read, or panics on, is answered 400 with our problem body and the invocation's
+//! request id.
 
 use std::convert::Infallible;
+use std::panic::AssertUnwindSafe;
 
 use lambda_http::request::LambdaRequest;
-use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Request, Service};
+use lambda_http::{service_fn, Adapter, LambdaEvent, Request, Service};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -47,25 +50,34 @@ pub async fn answer(app: &App, operation: Operation, event: LambdaEvent<Box<RawV
             let mut adapter = Adapter::from(service_fn(|request: Request| async move {
                 Ok::<_, Infallible>(handle(app, operation, request).await)
             }));
-            let response = match adapter.call(LambdaEvent::new(request, context)).await {
+            let request_id = context.request_id.clone();
+            // lambda_http turns the event into a request inside `call`, and panics on some
+            // events it read (a query string with `"` or a space, a Host that is no host):
+            // such a panic is this request's fault, answered 400 like an unreadable event.
+            let call = std::panic::catch_unwind(AssertUnwindSafe(|| adapter.call(LambdaEvent::new(request, context))));
+            let Ok(call) = call else {
+                return serde_json::to_value(unreadable(operation, &request_id, &"the event made lambda_http panic"))
+                    .unwrap_or_default();
+            };
+            let response = match call.await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
             serde_json::to_value(response).unwrap_or_default()
         }
-        Err(e) => serde_json::to_value(unreadable(operation, &context, &e)).unwrap_or_default(),
+        Err(e) => serde_json::to_value(unreadable(operation, &context.request_id, &e)).unwrap_or_default(),
     }
 }
 
-fn unreadable(operation: Operation, context: &Context, e: &serde_json::Error) -> UnreadableEvent {
-    tracing::warn!(request_id = %context.request_id, error = %e, "event not readable as an HTTP request");
+fn unreadable(operation: Operation, request_id: &str, e: &dyn std::fmt::Display) -> UnreadableEvent {
+    tracing::warn!(request_id, error = %e, "event not readable as an HTTP request");
     let problem = Problem::new(
         400,
         "bad-request",
         "Request cannot be read",
-        "the request cannot be read (a header value that is not visible ASCII?)",
+        "the request cannot be read (a header value with control characters, or a malformed query string or Host?)",
     );
-    let response = respond::problem(&problem, operation, &context.request_id);
+    let response = respond::problem(&problem, operation, request_id);
     let headers = response
         .headers()
         .iter()

@@ -63,13 +63,13 @@ impl StoreError {
         }
     }
 
-    /// Sorts an error DynamoDB answered, by its code.
+    /// Sorts an error DynamoDB answered, by its code. Only the code is kept (and so
+    /// logged): DynamoDB's message can quote the request, which may hold a transcript.
     pub fn from_service<E: ProvideErrorMetadata>(e: &E) -> Self {
         let code = e.code().unwrap_or("unknown");
-        if TRANSIENT.contains(&code) {
-            StoreError::Unavailable(code.to_owned())
-        } else {
-            StoreError::Internal(format!("{code}: {}", e.message().unwrap_or_default()))
+        match TRANSIENT.contains(&code) {
+            true => StoreError::Unavailable(code.to_owned()),
+            false => StoreError::Internal(code.to_owned()),
         }
     }
 }
@@ -134,5 +134,27 @@ pub fn cancellation_codes<R>(e: &SdkError<TransactWriteItemsError, R>) -> Vec<Op
             c.cancellation_reasons().iter().map(|r| r.code().map(str::to_owned)).collect()
         }
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+
+    use super::*;
+
+    #[test]
+    fn only_the_code_of_a_dynamodb_error_is_kept_never_its_message() {
+        // DynamoDB's messages can quote what was sent: a transcript, a phone number.
+        let quoting = |code: &str| {
+            ErrorMetadata::builder().code(code).message("Item {transcript: 'my card is 4111'} +14155550199").build()
+        };
+        for (code, unavailable) in [("ValidationException", false), ("ThrottlingException", true)] {
+            let e = StoreError::from_service(&quoting(code));
+            assert_eq!(matches!(e, StoreError::Unavailable(_)), unavailable, "{code}");
+            let shown = format!("{e} {e:?}");
+            assert!(shown.contains(code), "{shown}");
+            assert!(!shown.contains("4111") && !shown.contains("+1415"), "{shown}");
+        }
     }
 }
