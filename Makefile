@@ -66,7 +66,7 @@ lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
 	$(PY) scripts/check_workflows.py .github/workflows/*.yml
 
 build: venv
-	cargo lambda build --release --arm64 --bin send-call-data --bin create-call
+	cargo lambda build --release --arm64 --bin send-call-data --bin create-call --bin get-call
 	@ls -l $${CARGO_TARGET_DIR:-target}/lambda/*/bootstrap
 
 bench:

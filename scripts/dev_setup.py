@@ -2,7 +2,7 @@
 """Development fixtures for `make run`, through callctl.
 
     dev_setup.py CALLCTL API_URL FILE   creates (or re-creates) a workspace, agent and key, writes FILE
-    dev_setup.py --curl FILE            prints ready-to-paste curl commands for both endpoints
+    dev_setup.py --curl FILE            prints ready-to-paste curl commands for the endpoints
 
 FILE keeps {api_url, workspace_id, agent_id, agent_remote_identifier, api_key}. The local
 DynamoDB keeps nothing across restarts, so a later run re-creates the same agent and
@@ -14,6 +14,8 @@ import subprocess
 import sys
 
 REMOTE_ID = "dev-agent"
+# The development key may send calls and read them back.
+SCOPES = ("--scope", "send", "--scope", "read")
 
 
 def ctl(callctl, *args, stdin=None):
@@ -44,13 +46,13 @@ def setup(callctl, api_url, path):
         agent = must(callctl, "agent", "create", "--workspace", ws, "--remote-id", prev["agent_remote_identifier"],
                      "--name", "Development agent", "--agent-id", prev["agent_id"])
         # The token goes through stdin: never on a command line (shell history, ps).
-        must(callctl, "key", "create", "--workspace", ws, "--name", "development", "--token-file", "-",
+        must(callctl, "key", "create", "--workspace", ws, "--name", "development", *SCOPES, "--token-file", "-",
              stdin=prev["api_key"])
         key = prev["api_key"]
         print(f"Re-created the development workspace, agent and key of {path}.")
     else:
         agent = must(callctl, "agent", "create", "--workspace", ws, "--remote-id", REMOTE_ID, "--name", "Development agent")
-        key = must(callctl, "key", "create", "--workspace", ws, "--name", "development")["token"]
+        key = must(callctl, "key", "create", "--workspace", ws, "--name", "development", *SCOPES)["token"]
         print(f"Created a development workspace, agent and API key; saved in {path}.")
     dev = {"api_url": api_url, "workspace_id": ws, "agent_id": agent["id"],
            "agent_remote_identifier": agent["remote_id"], "api_key": key}
@@ -87,6 +89,9 @@ def curl(path):
           f"  -H 'Authorization: Bearer {dev['api_key']}' -H 'Content-Type: application/json' \\\n  -d '{b}'\n")
     print(f"curl -i -X POST '{url}/v1/calls' \\\n"
           f"  -H 'Authorization: Bearer {dev['api_key']}' -H 'Content-Type: application/json' \\\n  -d '{a}'\n")
+    print("And read the first one back by its provider call id (or by id: GET /api/v1/public/call/<id>):\n")
+    print(f"curl -i --compressed '{url}/api/v1/public/call?workspace_id={dev['workspace_id']}"
+          f"&provider_call_id=demo-call-1' \\\n  -H 'Authorization: Bearer {dev['api_key']}'\n")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The local API Gateway: serves the two functions' paths as an HTTP API does, in front of
+"""The local API Gateway: serves the functions' routes as an HTTP API does, in front of
 several instances of each function, each its own process running the very binary Lambda
-runs (`create-call`, `send-call-data`), talking to this script through the Lambda Runtime
+runs (`create-call`, `send-call-data`, `get-call`), talking to this script through the Lambda Runtime
 API as it would to Lambda.
 
 What it does as AWS does (and `cargo lambda watch` does not):
   * builds the API Gateway HTTP API event (payload format 2.0);
   * passes a body base64-encoded (`isBase64Encoded`) when it is not UTF-8 text or carries a
     Content-Encoding, so such bodies reach the handler;
+  * routes by method and path, with path parameters (`{id}`), as template.yaml declares;
+  * answers 500 when a function's answer is over Lambda's 6 MB response limit;
   * refuses a request whose event would be over Lambda's 6 MB limit for a synchronous
     invocation (6,291,456 bytes: the whole event, where a JSON body is an escaped string),
     with API Gateway's own answer: 413 `{"message":"Request Too Long"}`, no X-Request-Id
@@ -35,7 +37,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 # Lambda's limit on a synchronous invocation's event, in bytes.
 EVENT_LIMIT = 6 * 1024 * 1024
@@ -45,7 +47,32 @@ PAYLOAD_LIMIT = 10 * 1024 * 1024
 TIMEOUT_S = 30
 # Lambda's Invoke API, for events sent as they are (`events/`).
 INVOKE_PATH = re.compile(r"/2015-03-31/functions/([A-Za-z0-9_-]+)/invocations")
-ROUTES = {"/v1/calls": "send-call-data", "/api/v1/public/call": "create-call"}
+# The HTTP API's routes, as template.yaml declares them: (method, path, function). A route
+# with the request's method wins over ANY, as in API Gateway; `{name}` is one path segment.
+ROUTES = [
+    ("POST", "/v1/calls", "send-call-data"),
+    ("ANY", "/v1/calls", "send-call-data"),
+    ("POST", "/api/v1/public/call", "create-call"),
+    ("GET", "/api/v1/public/call", "get-call"),
+    ("ANY", "/api/v1/public/call", "create-call"),
+    ("GET", "/api/v1/public/call/{id}", "get-call"),
+    ("ANY", "/api/v1/public/call/{id}", "get-call"),
+]
+# Lambda's limit on a function's answer (a synchronous invocation's response payload).
+RESPONSE_LIMIT = 6 * 1024 * 1024
+
+
+def route_for(method, path):
+    """(route key, path parameters, function name) of the route serving a request, or None."""
+    for wanted in (method, "ANY"):
+        for route_method, template, name in ROUTES:
+            if route_method != wanted:
+                continue
+            pattern = re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(template))
+            match = re.fullmatch(pattern, path)
+            if match:
+                return f"{route_method} {template}", match.groupdict(), name
+    return None
 TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/xml")
 
 
@@ -170,7 +197,7 @@ def is_text(content_type, content_encoding, body):
         return False
 
 
-def build_event(method, path, raw_query, headers, body, source_ip):
+def build_event(method, path, raw_query, headers, body, source_ip, route="", path_parameters=None):
     """The HTTP API's event (payload 2.0) for a request, as JSON bytes."""
     joined = {}
     for k, v in headers:
@@ -179,7 +206,7 @@ def build_event(method, path, raw_query, headers, body, source_ip):
     query = {}
     for k, v in parse_qsl(raw_query, keep_blank_values=True):
         query[k] = f"{query[k]},{v}" if k in query else v
-    route = f"{method} {path}"
+    route = route or f"{method} {path}"
     now = time.time()
     event = {
         "version": "2.0",
@@ -198,6 +225,8 @@ def build_event(method, path, raw_query, headers, body, source_ip):
     }
     if query:
         event["queryStringParameters"] = query
+    if path_parameters:
+        event["pathParameters"] = path_parameters
     if body:
         if is_text(joined.get("content-type"), joined.get("content-encoding"), body):
             event["body"] = body.decode("utf-8")
@@ -234,18 +263,24 @@ def front_handler(functions):
             invoked = INVOKE_PATH.fullmatch(path)
             if invoked and self.command == "POST":
                 return self.invoke_directly(invoked.group(1), body)
-            function = functions.get(path)
-            if function is None:
+            found = route_for(self.command, path)
+            if found is None:
                 return self.gateway_answer(404, "Not Found")
+            route, path_parameters, name = found
+            function = functions[name]
             # Header values as the socket carried them (latin-1 is how http.server read them).
             headers = [(k, v.encode("latin-1").decode("utf-8", "replace")) for k, v in self.headers.items()]
-            event = build_event(self.command, path, raw_query, headers, body, self.client_address[0])
+            event = build_event(self.command, path, raw_query, headers, body, self.client_address[0], route,
+                                {k: unquote(v) for k, v in path_parameters.items()})
             if len(event) > EVENT_LIMIT:
                 return self.gateway_answer(413, "Request Too Long")
             answer = function.invoke(event)
             if answer is None:
                 return self.gateway_answer(503, "Service Unavailable")
             ok, raw = answer
+            if len(raw) > RESPONSE_LIMIT:
+                # Lambda refuses the answer; API Gateway has no answer to give.
+                return self.gateway_answer(500, "Internal Server Error")
             try:
                 response = json.loads(raw) if ok else None
                 status = int(response["statusCode"])
@@ -267,7 +302,7 @@ def front_handler(functions):
         def invoke_directly(self, name, event):
             """Lambda's Invoke API (`cargo lambda invoke`, `aws lambda invoke`): the event
             as given, the function's answer as it gave it."""
-            function = next((f for f in functions.values() if f.name == name), None)
+            function = functions.get(name)
             if function is None:
                 return self.gateway_answer(404, f"Function not found: {name}")
             if len(event) > EVENT_LIMIT:
@@ -294,14 +329,15 @@ def main():
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--instances", type=int, default=8)
-    parser.add_argument("--bin", required=True, help="directory holding the create-call and send-call-data binaries")
+    parser.add_argument("--bin", required=True, help="directory holding the functions' binaries")
     args = parser.parse_args()
     functions = {}
     started = []
-    for path, name in ROUTES.items():
-        f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
-        functions[path] = f
-        started.append(f)
+    for _, _, name in ROUTES:
+        if name not in functions:
+            f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
+            functions[name] = f
+            started.append(f)
     server = ThreadingHTTPServer((args.host, args.port), front_handler(functions))
     server.daemon_threads = True
     server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

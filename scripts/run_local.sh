@@ -30,13 +30,13 @@ for _ in $(seq 50); do
   sleep 0.2
 done
 
-cargo build --quiet -p callctl -p create-call -p send-call-data
+cargo build --quiet -p callctl -p create-call -p send-call-data -p get-call
 callctl="${target}/debug/callctl"
 "$callctl" tables create
 .venv/bin/python scripts/dev_setup.py "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json
 .venv/bin/python scripts/dev_setup.py --curl .local/dev.json
 
-echo "Serving both functions on http://127.0.0.1:${API_PORT}, ${INSTANCES} instances each (Ctrl-C stops everything)."
+echo "Serving the functions on http://127.0.0.1:${API_PORT}, ${INSTANCES} instances each (Ctrl-C stops everything)."
 # The local API Gateway (scripts/front.py): API Gateway's events, base64 bodies and 6 MB
 # event limit, in front of the binaries Lambda runs.
 .venv/bin/python scripts/front.py --port "${API_PORT}" --instances "${INSTANCES}" --bin "${target}/debug"

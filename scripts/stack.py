@@ -137,7 +137,7 @@ class Stack:
         })
         self.calls_table = self.env["CALLS_TABLE"]
         self.callctl = os.path.join(target_dir(), "debug", "callctl")
-        subprocess.run(["cargo", "build", "--quiet", "-p", "callctl", "-p", "callgen", "-p", "create-call",
+        subprocess.run(["cargo", "build", "--quiet", "-p", "callctl", "-p", "callgen", "-p", "create-call", "-p", "get-call",
                         "-p", "send-call-data"], cwd=ROOT, env=self.env, check=True, stdout=self.log, stderr=self.log)
         self.ctl("tables", "create")
         self.port = free_port()
@@ -203,7 +203,7 @@ class Stack:
         """The processes of the function instances this stack's local API Gateway
         (scripts/front.py) started (its children; each instance is its own process)."""
         parent = str(self.watch.pid)
-        out = subprocess.run(["pgrep", "-P", parent, "-x", "create-call|send-call-data"], capture_output=True, text=True)
+        out = subprocess.run(["pgrep", "-P", parent, "-x", "create-call|send-call-data|get-call"], capture_output=True, text=True)
         return [int(p) for p in out.stdout.split()]
 
     # clients -----------------------------------------------------------------------------

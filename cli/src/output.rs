@@ -119,10 +119,7 @@ pub fn time_s(secs: u64) -> String {
 
 /// Epoch milliseconds as RFC 3339 (UTC); the number itself if it is out of range.
 pub fn time_ms(ms: u64) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_else(|| ms.to_string())
+    call_ingest::normalize::timestamps::millis_rfc3339(ms)
 }
 
 /// An optional text, `-` when absent or empty (a blank cell reads as a layout error).

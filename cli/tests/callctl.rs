@@ -8,7 +8,8 @@ mod support;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use call_ingest::directory::{AgentRef, Denied, Principal};
+use call_ingest::directory::scopes::{Scope, Scopes};
+use call_ingest::directory::{AgentRef, Denied, Principal, Sessions};
 use call_ingest::store::Owner;
 use call_ingest::Operation;
 use serde_json::Value;
@@ -188,9 +189,23 @@ async fn operator_workflow_end_to_end() {
         .await
         .expect("lookup");
     assert_eq!(
-        lookup.authenticate(Operation::CreateCall),
-        Ok(Principal::ApiKey { workspace_id: ws, public_id: public_id.clone() })
+        lookup.authenticate(Sessions::Accepted),
+        Ok(Principal::ApiKey { workspace_id: ws, public_id: public_id.clone(), scopes: Scopes::DEFAULT })
     );
+    assert_eq!(key["scopes"], serde_json::json!(["send"]), "a key made without --scope may send only");
+
+    // Scopes are given at creation, repeatable, and shown by `key list`.
+    let reader =
+        cli.json(&["key", "create", "--workspace", ws_arg, "--name", "r", "--scope", "read", "--scope", "ERASE"]);
+    assert_eq!(reader["scopes"], serde_json::json!(["read", "erase"]), "{reader}");
+    let principal =
+        app.directory().lookup(str_of(&reader, "token"), None).await.unwrap().authenticate(Sessions::Accepted);
+    assert_eq!(principal.map(|p| p.scopes()), Ok(Scopes::of([Scope::Read, Scope::Erase])));
+    let listed = cli.json(&["key", "list", "--workspace", ws_arg]);
+    let scopes: Vec<&Value> = listed["keys"].as_array().unwrap().iter().map(|k| &k["scopes"]).collect();
+    assert!(scopes.contains(&&serde_json::json!(["read", "erase"])), "{listed}");
+    let err = cli.fails(&["key", "create", "--workspace", ws_arg, "--scope", "admin"], 2);
+    assert!(err.contains("unknown scope"), "{err}");
     assert_eq!(lookup.authorize(ws).map(|a| a.id), Ok(agent_id.clone()));
 
     // A call stored by the library reads back through callctl, raw bytes exact.
@@ -263,7 +278,7 @@ async fn operator_workflow_end_to_end() {
     let keys = cli.json(&["key", "list", "--workspace", ws_arg]);
     assert!(keys["keys"][0]["revoked_at"].is_u64(), "{keys}");
     let lookup = app.directory().lookup(&token, None).await.expect("lookup");
-    assert_eq!(lookup.authenticate(Operation::CreateCall), Err(Denied::Unauthorized));
+    assert_eq!(lookup.authenticate(Sessions::Accepted), Err(Denied::Unauthorized));
     // A key is not revoked through `session revoke`, nor a missing one at all.
     cli.fails(&["session", "revoke", &public_id], 1);
     let err = cli.fails(&["key", "revoke", "cik_00000000"], 1);
@@ -278,7 +293,7 @@ async fn operator_workflow_end_to_end() {
         .to_owned();
     assert_eq!(out.matches(&session).count(), 1, "{out}");
     assert!(out.contains("not be shown again"), "{out}");
-    match app.directory().lookup(&session, None).await.expect("lookup").authenticate(Operation::CreateCall) {
+    match app.directory().lookup(&session, None).await.expect("lookup").authenticate(Sessions::Accepted) {
         Ok(Principal::Session { user, workspaces, .. }) => assert_eq!((user.as_str(), workspaces), ("alice", vec![ws])),
         other => panic!("session did not authenticate: {other:?}"),
     }
@@ -293,7 +308,7 @@ async fn operator_workflow_end_to_end() {
     let revoked = cli.json(&["session", "revoke", &session[..12]]);
     assert_eq!(revoked["public_id"], &session[..12]);
     let lookup = app.directory().lookup(&session, None).await.expect("lookup");
-    assert_eq!(lookup.authenticate(Operation::CreateCall), Err(Denied::Unauthorized));
+    assert_eq!(lookup.authenticate(Sessions::Accepted), Err(Denied::Unauthorized));
 
     tables.delete().await;
 }

@@ -8,6 +8,7 @@ mod support;
 
 use std::io::Write;
 
+use call_ingest::directory::scopes::Scopes;
 use call_ingest::http::App;
 use call_ingest::Operation;
 use http_support::*;
@@ -28,7 +29,7 @@ async fn fixture(extra: &[(&str, &str)]) -> Fixture {
     let d = app.directory();
     let ws = d.create_workspace("one").await.unwrap().id;
     let agent_id = d.create_agent(ws, "desk", None, None).await.unwrap().id;
-    let key = format!("Bearer {}", d.create_api_key(ws, "k").await.unwrap().token);
+    let key = format!("Bearer {}", d.create_api_key(ws, "k", Scopes::DEFAULT).await.unwrap().token);
     Fixture { t, app, key, agent_id }
 }
 

@@ -8,6 +8,7 @@ mod support;
 use std::time::Duration;
 
 use call_ingest::directory::admin::Issued;
+use call_ingest::directory::scopes::Scopes;
 use call_ingest::http::App;
 use call_ingest::Operation;
 use http_support::*;
@@ -35,8 +36,8 @@ async fn fixture(cache_secs: &str) -> Fixture {
     assert_eq!((w1.id, w2.id), (1, 2));
     let agent1 = d.create_agent(1, REMOTE1, None, None).await.unwrap().id;
     let agent2 = d.create_agent(2, REMOTE2, None, None).await.unwrap().id;
-    let key1 = d.create_api_key(1, "k1").await.unwrap();
-    let key2 = d.create_api_key(2, "k2").await.unwrap();
+    let key1 = d.create_api_key(1, "k1", Scopes::DEFAULT).await.unwrap();
+    let key2 = d.create_api_key(2, "k2", Scopes::DEFAULT).await.unwrap();
     Fixture { t, app, key1, key2, agent1, agent2 }
 }
 
@@ -240,13 +241,13 @@ async fn a_public_id_already_taken_never_fails_creating_a_key_or_a_session() {
             "op": "TransactWriteItems", "fault": "cancel_condition", "item": 1, "times": 2, "table": t.directory
         }));
         let issued = if attempt == 0 {
-            d.create_api_key(1, "k").await.expect("a key, with another public id")
+            d.create_api_key(1, "k", Scopes::DEFAULT).await.expect("a key, with another public id")
         } else {
             d.create_session("ada", &[1], Duration::from_secs(600)).await.expect("a session, with another public id")
         };
         assert_eq!(t.fired(rule), 2);
         let lookup = d.lookup(&issued.token, None).await.unwrap();
-        assert!(lookup.authenticate(Operation::CreateCall).is_ok(), "the credential works");
+        assert!(lookup.authenticate(call_ingest::directory::Sessions::Accepted).is_ok(), "the credential works");
         assert_eq!(issued.public_id, issued.token[..12]);
     }
     t.delete().await;

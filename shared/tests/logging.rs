@@ -10,6 +10,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use call_ingest::directory::credentials::Secret;
+use call_ingest::directory::scopes::Scopes;
 use call_ingest::Operation;
 use http_support::*;
 use support::Tables;
@@ -45,7 +46,10 @@ fn the_request_log_holds_no_credential_transcript_or_phone_number() {
             let app = t.app(&[]);
             app.directory().create_workspace("logs").await.unwrap();
             app.directory().create_agent(1, "events-agent", None, Some("agt_events")).await.unwrap();
-            app.directory().register_api_key(1, "logs", Secret::from_token(EVENTS_KEY.to_owned())).await.unwrap();
+            app.directory()
+                .register_api_key(1, "logs", Scopes::DEFAULT, Secret::from_token(EVENTS_KEY.to_owned()))
+                .await
+                .unwrap();
             let auth = format!("Bearer {EVENTS_KEY}");
             let q = [("workspace_id", "1"), ("agent_remote_identifier", "events-agent")];
             let a = send(

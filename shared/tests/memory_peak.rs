@@ -13,6 +13,7 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use call_ingest::directory::scopes::Scopes;
 use call_ingest::Operation;
 use http_support::*;
 use lambda_http::Body;
@@ -66,7 +67,7 @@ async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
     let d = app.directory();
     let ws = d.create_workspace("one").await.unwrap().id;
     d.create_agent(ws, "desk", None, None).await.unwrap();
-    let key = format!("Bearer {}", d.create_api_key(ws, "k").await.unwrap().token);
+    let key = format!("Bearer {}", d.create_api_key(ws, "k", Scopes::DEFAULT).await.unwrap().token);
 
     let size = callgen::Size::Bytes(32_500_000);
     let body = callgen::create_call(&callgen::Options { size, seed: 31, call_id: Some("c-cap".into()) });

@@ -296,3 +296,19 @@ fn the_problem_code_enum_lists_exactly_the_codes_the_service_sends() {
         .collect();
     assert_eq!(documented, sent);
 }
+
+#[test]
+fn reading_a_call_is_documented_with_every_status_it_answers() {
+    let doc = document();
+    let statuses = ["200", "304", "400", "401", "403", "404", "406", "422", "429", "500", "503"];
+    for (path, id) in [("/api/v1/public/call/{id}", "getCall"), (CREATE_CALL, "getCallByProviderCallId")] {
+        let get = &resolve(&doc, &doc["paths"][path])["get"];
+        assert_eq!(get["operationId"], id, "{path}");
+        for status in statuses {
+            let response = get["responses"].get(status).unwrap_or_else(|| panic!("{path}: {status} undocumented"));
+            assert!(resolve(&doc, response)["headers"].get("X-Request-Id").is_some(), "{path} {status}");
+        }
+    }
+    let by_id = &doc["paths"]["/api/v1/public/call/{id}"]["get"]["responses"];
+    assert!(by_id.get("405").is_some(), "the 405 of the other methods");
+}

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use call_ingest::directory::admin::AdminError;
 use call_ingest::directory::limits::{Admission, Limiter};
+use call_ingest::directory::scopes::Scopes;
 use call_ingest::Operation;
 use http_support::*;
 use serde_json::json;
@@ -83,7 +84,7 @@ async fn a_workspace_over_its_limit_gets_429_with_retry_after_and_other_workspac
     let mut keys = Vec::new();
     for ws in [w1, w2] {
         d.create_agent(ws, "desk", None, None).await.unwrap();
-        keys.push(format!("Bearer {}", d.create_api_key(ws, "k").await.unwrap().token));
+        keys.push(format!("Bearer {}", d.create_api_key(ws, "k", Scopes::DEFAULT).await.unwrap().token));
     }
     let post = |ws: u64, key: &str, call_id: &str| {
         let ws = ws.to_string();

@@ -189,7 +189,7 @@ async fn costs_dynamodb_cannot_hold_are_kept_in_the_document_only() {
         let head = store.raw_head(1, call_id).await.unwrap().unwrap();
         assert!(!head.contains_key("call_cost"), "{call_id}: not an indexed number");
         let back = store.get_call(1, call_id, false).await.unwrap().unwrap();
-        assert_eq!(back.current.document["call"]["call_cost"], cost, "{call_id}: in the document as sent");
+        assert_eq!(back.current.document_value()["call"]["call_cost"], cost, "{call_id}: in the document as sent");
     }
     let (doc, raw) = call_with("exact-cost", |b| b["call_cost"] = json!(9_007_199_254_740_993_u64));
     store.put_call(OWNER, &doc, &raw).await.unwrap();

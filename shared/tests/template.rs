@@ -97,7 +97,7 @@ fn functions_have_least_privilege_iam() {
     assert!(!text.contains("CrudPolicy"), "no *CrudPolicy");
     assert!(!text.contains("dynamodb:*"), "no wildcard actions");
     let t = template();
-    for function in ["CreateCallFunction", "SendCallDataFunction"] {
+    for function in ["CreateCallFunction", "SendCallDataFunction", "GetCallFunction"] {
         let f = &t["Resources"][function]["Properties"];
         assert!(f["Policies"].is_array(), "{function} has explicit policies");
         for policy in f["Policies"].as_array().unwrap() {
@@ -137,6 +137,15 @@ fn functions_have_least_privilege_iam() {
             serde_json::json!(["RATE#*"]),
             "{function}: directory writes not bound to the rate counters"
         );
+    }
+    // The reader cannot change a call.
+    let reads = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"];
+    for statement in t["Resources"]["GetCallFunction"]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
+        if statement["Sid"] != "CountRequests" {
+            for action in statement["Action"].as_array().unwrap() {
+                assert!(reads.contains(&action.as_str().unwrap()), "GetCallFunction may {action}");
+            }
+        }
     }
     assert_eq!(
         t["Globals"]["Function"]["Environment"]["Variables"]["RATE_LIMIT_PER_SECOND"]["Ref"],

@@ -113,14 +113,14 @@ fn show_call(out: &Output, call: &StoredCall, revisions: bool, raw: bool) -> any
             ("updated", time_ms(call.current.updated_at)),
         ]);
         text.push('\n');
-        text.push_str(&pretty(&call.current.document));
+        text.push_str(&pretty(&call.current.document_value()));
         for earlier in &call.revisions {
             text.push_str(&format!(
                 "\n--- earlier revision {}, received {} ---\n",
                 earlier.revision,
                 time_ms(earlier.updated_at)
             ));
-            text.push_str(&pretty(&earlier.document));
+            text.push_str(&pretty(&earlier.document_value()));
         }
         text
     })?;

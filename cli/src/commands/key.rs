@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use call_ingest::directory::credentials::{Secret, API_KEY_PREFIX, PUBLIC_ID_LEN};
+use call_ingest::directory::scopes::{Scope, Scopes};
 use call_ingest::http::App;
 use clap::Subcommand;
 use serde_json::json;
@@ -29,6 +30,10 @@ pub enum Command {
         /// A name for people, to tell keys apart in listings.
         #[arg(long)]
         name: Option<String>,
+        /// What the key may do: send (store calls), read (read them back), erase (erase
+        /// them). Repeat for several; without it the key may send only.
+        #[arg(long = "scope", value_name = "SCOPE", value_parser = clap::value_parser!(ScopeArg))]
+        scopes: Vec<ScopeArg>,
         /// Registers the exact token read from this file (`-`: standard input) instead of
         /// generating one. For fixtures only (the events' example key): a real key must be
         /// random. Never on the command line, where it would land in shell history and `ps`.
@@ -51,26 +56,33 @@ pub enum Command {
 impl Command {
     pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
         match self {
-            Command::Create { workspace, name, token_file } => {
+            Command::Create { workspace, name, scopes, token_file } => {
                 let name = name.unwrap_or_default();
+                let scopes = match scopes.is_empty() {
+                    true => Scopes::DEFAULT,
+                    false => Scopes::of(scopes.into_iter().map(|s| s.0)),
+                };
                 let issued = match token_file {
-                    None => app.directory().create_api_key(workspace, &name).await?,
+                    None => app.directory().create_api_key(workspace, &name, scopes).await?,
                     Some(path) => {
                         let token = read_token(&path)?;
                         check_fixture_token(&token)?;
-                        app.directory().register_api_key(workspace, &name, Secret::from_token(token)).await?
+                        app.directory().register_api_key(workspace, &name, scopes, Secret::from_token(token)).await?
                     }
                 };
+                let scope_names: Vec<&str> = scopes.iter().map(Scope::as_str).collect();
                 let value = json!({
                     "token": issued.token,
                     "public_id": issued.public_id,
                     "workspace_id": workspace,
+                    "scopes": scope_names,
                 });
                 out.show(&value, || {
                     let mut text = fields(&[
                         ("token", issued.token.clone()),
                         ("public id", issued.public_id.clone()),
                         ("workspace", workspace.to_string()),
+                        ("scopes", scopes.to_string()),
                     ]);
                     text.push_str("This token will not be shown again: only its digest is stored.\n");
                     text
@@ -101,16 +113,29 @@ impl Command {
                             vec![
                                 k.public_id.clone(),
                                 or_dash(Some(&k.name)),
+                                k.scopes.to_string(),
                                 time_s(k.created_at),
                                 k.revoked_at.map_or_else(|| "-".to_owned(), time_s),
                             ]
                         })
                         .collect();
-                    table(&["PUBLIC ID", "NAME", "CREATED", "REVOKED"], &rows)
+                    table(&["PUBLIC ID", "NAME", "SCOPES", "CREATED", "REVOKED"], &rows)
                 })?;
             }
         }
         Ok(())
+    }
+}
+
+/// A `--scope` argument.
+#[derive(Debug, Clone, Copy)]
+pub struct ScopeArg(Scope);
+
+impl std::str::FromStr for ScopeArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ScopeArg, String> {
+        s.trim().to_ascii_lowercase().parse().map(ScopeArg)
     }
 }
 

@@ -3,8 +3,6 @@
 
 use serde::Serialize;
 
-use crate::call::Operation;
-
 /// A short, stable name for what kind of rule a value broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -132,8 +130,8 @@ impl Problem {
         Problem::new(400, "invalid-json", "Request body is not a JSON object", e.to_string())
     }
 
-    /// The body, for `operation`: A's adds its `success` / `message` envelope.
-    pub fn to_json(&self, operation: Operation, request_id: &str) -> Vec<u8> {
+    /// The body; operation A's adds its `success` / `message` envelope.
+    pub fn to_json(&self, envelope: bool, request_id: &str) -> Vec<u8> {
         #[derive(Serialize)]
         struct Body<'a> {
             #[serde(skip_serializing_if = "Option::is_none")]
@@ -149,10 +147,9 @@ impl Problem {
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             errors: &'a [Violation],
         }
-        let simple = operation == Operation::SendCallData;
         let body = Body {
-            success: simple.then_some(false),
-            message: simple.then_some(self.detail.as_str()),
+            success: envelope.then_some(false),
+            message: envelope.then_some(self.detail.as_str()),
             kind: format!("urn:call-ingest:problem:{}", self.slug),
             title: self.title,
             status: self.status,
@@ -181,12 +178,12 @@ mod tests {
     #[test]
     fn operation_a_errors_carry_its_envelope() {
         let p = Problem::invalid(vec![Violation::new("/callId", Code::Required, "is required")]);
-        let a: serde_json::Value = serde_json::from_slice(&p.to_json(Operation::SendCallData, "r1")).unwrap();
+        let a: serde_json::Value = serde_json::from_slice(&p.to_json(true, "r1")).unwrap();
         assert_eq!(a["success"], false);
         assert_eq!(a["message"], "1 field is invalid");
         assert_eq!(a["status"], 422);
         assert_eq!(a["errors"][0]["code"], "required");
-        let b: serde_json::Value = serde_json::from_slice(&p.to_json(Operation::CreateCall, "r1")).unwrap();
+        let b: serde_json::Value = serde_json::from_slice(&p.to_json(false, "r1")).unwrap();
         assert!(b.get("success").is_none());
         assert_eq!(b["type"], "urn:call-ingest:problem:validation");
         assert_eq!(b["request_id"], "r1");

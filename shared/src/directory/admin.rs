@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::credentials::{Kind, Secret};
 use super::item_keys::*;
 use super::limits::MAX_LIMIT;
+use super::scopes::Scopes;
 use super::{now_s, Agent, Directory};
 use crate::store::item::{n, s, Item};
 use crate::store::{random_hex, StoreError};
@@ -54,6 +55,9 @@ pub struct Issued {
 pub struct KeyInfo {
     pub public_id: String,
     pub name: String,
+    /// What the key may do.
+    #[serde(serialize_with = "scope_names")]
+    pub scopes: Scopes,
     pub created_at: u64,
     pub revoked_at: Option<u64>,
 }
@@ -207,13 +211,24 @@ impl Directory {
         Ok(self.query(workspace_pk(workspace_id), "AGENT#").await?.iter().filter_map(Agent::from_item).collect())
     }
 
-    /// Creates an API key for a workspace. The token in the answer is never shown again.
-    pub async fn create_api_key(&self, workspace_id: u64, name: &str) -> Result<Issued, AdminError> {
-        with_fresh_secret(Kind::ApiKey, async |secret| self.register_api_key(workspace_id, name, secret).await).await
+    /// Creates an API key for a workspace, with `scopes` (at least one). The token in the
+    /// answer is never shown again.
+    pub async fn create_api_key(&self, workspace_id: u64, name: &str, scopes: Scopes) -> Result<Issued, AdminError> {
+        with_fresh_secret(Kind::ApiKey, async |secret| self.register_api_key(workspace_id, name, scopes, secret).await)
+            .await
     }
 
     /// Stores an API key whose token is given (fixtures such as the events' example key).
-    pub async fn register_api_key(&self, workspace_id: u64, name: &str, secret: Secret) -> Result<Issued, AdminError> {
+    pub async fn register_api_key(
+        &self,
+        workspace_id: u64,
+        name: &str,
+        scopes: Scopes,
+        secret: Secret,
+    ) -> Result<Issued, AdminError> {
+        if scopes.is_empty() {
+            return Err(AdminError::Invalid("an API key needs at least one scope".into()));
+        }
         if self.workspace(workspace_id).await?.is_none() {
             return Err(AdminError::NoWorkspace(workspace_id));
         }
@@ -225,6 +240,7 @@ impl Directory {
             ("workspace_id".into(), n(workspace_id)),
             ("public_id".into(), s(secret.public_id.clone())),
             ("name".into(), s(name)),
+            ("scopes".into(), scopes.to_attribute()),
             ("created_at".into(), n(now)),
         ]);
         let listing = Item::from([
@@ -232,6 +248,7 @@ impl Directory {
             ("sk".into(), s(key_listing_sk(&secret.public_id))),
             ("digest".into(), s(secret.digest.clone())),
             ("name".into(), s(name)),
+            ("scopes".into(), scopes.to_attribute()),
             ("created_at".into(), n(now)),
         ]);
         self.put_credential(&secret, Kind::ApiKey, credential, Some(listing)).await?;
@@ -358,6 +375,7 @@ impl Directory {
             .map(|i| KeyInfo {
                 public_id: field_s(i, "sk").unwrap_or_default().trim_start_matches("KEY#").to_owned(),
                 name: field_s(i, "name").unwrap_or_default().to_owned(),
+                scopes: Scopes::of_item(i),
                 created_at: field_u64(i, "created_at").unwrap_or_default(),
                 revoked_at: field_u64(i, "revoked_at"),
             })
@@ -383,6 +401,10 @@ impl Directory {
         let range = crate::store::query::SortKeys::Prefix(prefix.to_owned());
         crate::store::query::query(&self.client, &self.table, &pk, &range, false).await
     }
+}
+
+fn scope_names<S: serde::Serializer>(scopes: &Scopes, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(scopes.iter().map(|s| s.as_str()))
 }
 
 /// How many fresh secrets to try when public ids collide (32 bits: about 1 % of

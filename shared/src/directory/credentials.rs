@@ -5,7 +5,8 @@ use http::HeaderMap;
 use sha2::{Digest, Sha256};
 
 use super::item_keys::{field_s, field_u64};
-use crate::call::{hex, Operation};
+use super::scopes::{Scope, Scopes};
+use crate::call::hex;
 use crate::store::item::Item;
 
 /// Prefix of API keys: lets secret scanners recognise a leaked one.
@@ -84,6 +85,9 @@ pub enum Denied {
     /// 404: the agent does not exist in the credential's workspace.
     #[error("no such agent in this workspace")]
     AgentNotFound,
+    /// 403: a valid credential without the scope the endpoint needs.
+    #[error("the API key lacks the `{0}` scope")]
+    MissingScope(Scope),
 }
 
 /// The token a request carries: `Authorization: Bearer <token>` (scheme in any case,
@@ -111,7 +115,7 @@ pub fn token_from_headers(headers: &HeaderMap) -> Result<&str, Denied> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
     /// An API key of one workspace.
-    ApiKey { workspace_id: u64, public_id: String },
+    ApiKey { workspace_id: u64, public_id: String, scopes: Scopes },
     /// A user's session, valid for the workspaces the user is a member of.
     Session { user: String, workspaces: Vec<u64>, public_id: String },
 }
@@ -127,10 +131,34 @@ impl Principal {
             _ => Err(Denied::Forbidden),
         }
     }
+
+    /// What the principal may do: an API key what it was given, a session everything.
+    pub fn scopes(&self) -> Scopes {
+        match self {
+            Principal::ApiKey { scopes, .. } => *scopes,
+            Principal::Session { .. } => Scopes::ALL,
+        }
+    }
+
+    /// 403 naming `scope` unless the principal has it.
+    pub fn require(&self, scope: Scope) -> Result<(), Denied> {
+        match self.scopes().contains(scope) {
+            true => Ok(()),
+            false => Err(Denied::MissingScope(scope)),
+        }
+    }
+}
+
+/// Whether an endpoint takes session tokens (operation A does not: its contract knows
+/// API keys only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    Accepted,
+    Refused,
 }
 
 /// Decides who the credential item (as looked up by digest) belongs to, at `now_s`.
-pub fn authenticate(credential: Option<&Item>, operation: Operation, now_s: u64) -> Result<Principal, Denied> {
+pub fn authenticate(credential: Option<&Item>, sessions: Sessions, now_s: u64) -> Result<Principal, Denied> {
     let item = credential.ok_or(Denied::Unauthorized)?;
     if item.contains_key("revoked_at") {
         return Err(Denied::Unauthorized);
@@ -139,9 +167,9 @@ pub fn authenticate(credential: Option<&Item>, operation: Operation, now_s: u64)
     match field_s(item, "kind") {
         Some("api_key") => {
             let workspace_id = field_u64(item, "workspace_id").ok_or(Denied::Unauthorized)?;
-            Ok(Principal::ApiKey { workspace_id, public_id })
+            Ok(Principal::ApiKey { workspace_id, public_id, scopes: Scopes::of_item(item) })
         }
-        Some("session") if operation == Operation::CreateCall => {
+        Some("session") if sessions == Sessions::Accepted => {
             let expires = field_u64(item, "expires_at").ok_or(Denied::Unauthorized)?;
             if expires <= now_s {
                 return Err(Denied::Unauthorized);

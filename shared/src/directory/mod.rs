@@ -11,6 +11,7 @@ mod cache;
 pub mod credentials;
 pub mod item_keys;
 pub mod limits;
+pub mod scopes;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,11 +19,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_sdk_dynamodb::Client;
 
-use crate::call::Operation;
 use crate::store::item::{s, Item};
 use crate::store::StoreError;
 use cache::Cache;
-pub use credentials::{Denied, Principal};
+pub use credentials::{Denied, Principal, Sessions};
 use item_keys::*;
 use limits::{Admission, Limiter};
 
@@ -84,9 +84,9 @@ pub struct Lookup {
 }
 
 impl Lookup {
-    /// 401 unless the credential is known, live, and of a kind `operation` accepts.
-    pub fn authenticate(&self, operation: Operation) -> Result<Principal, Denied> {
-        credentials::authenticate(self.credential.as_ref(), operation, now_s())
+    /// 401 unless the credential is known, live, and of a kind the endpoint accepts.
+    pub fn authenticate(&self, sessions: Sessions) -> Result<Principal, Denied> {
+        credentials::authenticate(self.credential.as_ref(), sessions, now_s())
     }
 
     /// The agent, if it belongs to `workspace_id`; 404 alike whether it is missing or in
@@ -193,6 +193,17 @@ impl Directory {
             }
         }
         Ok(agent)
+    }
+
+    /// The agent `agent_id` of `workspace_id` (from the cache, else one read), to name a
+    /// call's agent in an answer.
+    pub async fn agent(&self, agent_id: &str, workspace_id: u64) -> Result<Option<Agent>, StoreError> {
+        let key = agent_pk(agent_id);
+        let lookup = Lookup {
+            agent: self.read(std::iter::once((key.as_str(), AGENT_SK))).await?.remove(&key),
+            ..Lookup::default()
+        };
+        Ok(self.authorize(&lookup, workspace_id).ok())
     }
 
     /// Counts one request of `workspace_id` against its limit: the workspace's own

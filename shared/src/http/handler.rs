@@ -1,5 +1,6 @@
 //! One request, start to end: method → credential → (query) → lookup → authorise → body →
-//! validate → normalise → store → response. Every outcome of the contract is decided here.
+//! validate → normalise → store → response. Every outcome of the contract is decided here;
+//! the readers (`get_call`) share its first steps ([`caller`], [`admit`]).
 
 use std::time::Instant;
 
@@ -9,7 +10,7 @@ use lambda_http::{Body, Request, RequestExt};
 use super::encoding::Encoding;
 use super::logging::RequestLog;
 use super::respond;
-use super::App;
+use super::{get_call, App, Endpoint};
 use crate::api::responses::{CreateCallResponse, SendCallDataResponse};
 use crate::api::send_call_data::{peek_agent_id, PEEK_BYTES};
 use crate::api::{Code, Problem, Violation};
@@ -19,17 +20,24 @@ use crate::directory::limits::Admission;
 use crate::directory::{AgentRef, Lookup, Principal};
 use crate::store::{Outcome, Owner, StoreError, Stored};
 
-/// Answers one request to `operation`'s endpoint. Never panics on anything a request
-/// holds; every response carries `X-Request-Id`.
-pub async fn handle(app: &App, operation: Operation, request: Request) -> Response<Body> {
+/// Answers one request to `endpoint`. Never panics on anything a request holds; every
+/// response carries `X-Request-Id`.
+pub async fn handle(app: &App, endpoint: impl Into<Endpoint>, request: Request) -> Response<Body> {
+    let endpoint = endpoint.into();
     let started = Instant::now();
     let request_id = request_id(&request);
-    let mut log = RequestLog::new(operation, request.body().len());
-    let response = match process(app, operation, &request, &mut log).await {
-        Ok(reply) => reply.respond(operation, &request_id),
+    let mut log = RequestLog::new(endpoint, request.body().len());
+    let answer = match endpoint {
+        Endpoint::Ingest(operation) => {
+            process(app, operation, &request, &mut log).await.map(|reply| reply.respond(operation, &request_id))
+        }
+        Endpoint::GetCall => get_call::answer(app, &request, &request_id, &mut log).await,
+    };
+    let response = match answer {
+        Ok(response) => response,
         Err(problem) => {
             log.problem = Some(problem.slug);
-            respond::problem(&problem, operation, &request_id)
+            respond::problem(&problem, endpoint, &request_id)
         }
     };
     log.status = response.status().as_u16();
@@ -71,10 +79,10 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
     if request.method() != Method::POST {
         return Err(Problem::new(405, "method-not-allowed", "Method not allowed", "this endpoint accepts POST only"));
     }
-    let token = token_from_headers(request.headers()).map_err(denied)?;
     let raw = request.body().as_ref();
     // Judged now, told only to an authenticated caller.
     let checked = body_checks(app, request);
+    let endpoint = Endpoint::Ingest(operation);
     match operation {
         Operation::CreateCall => {
             let query = query(request);
@@ -82,8 +90,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
                 .as_ref()
                 .ok()
                 .map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
-            let lookup = lookup(app, token, agent).await?;
-            let principal = lookup.authenticate(operation).map_err(denied)?;
+            let (lookup, principal) = caller(app, endpoint, request, agent).await?;
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
             let workspace_id = principal.workspace(Some(workspace_id)).map_err(denied)?;
             log.workspace = Some(workspace_id);
@@ -101,8 +108,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             // round trip together.
             let prefix = checked.as_ref().map(|e| e.prefix(raw, PEEK_BYTES)).unwrap_or_default();
             let peeked = peek_agent_id(&prefix);
-            let lookup = lookup(app, token, peeked.map(AgentRef::Id)).await?;
-            let principal = lookup.authenticate(operation).map_err(denied)?;
+            let (lookup, principal) = caller(app, endpoint, request, peeked.map(AgentRef::Id)).await?;
             let workspace_id = match principal {
                 Principal::ApiKey { workspace_id, .. } => workspace_id,
                 Principal::Session { .. } => return Err(denied(Denied::Unauthorized)),
@@ -132,12 +138,23 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
     }
 }
 
-async fn lookup(app: &App, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, Problem> {
-    app.directory().lookup(token, agent).await.map_err(directory_problem)
+/// The first steps of every request: its credential, read with `agent` in one round trip;
+/// who it belongs to (401); whether it may use `endpoint` (403 naming the scope).
+pub(super) async fn caller(
+    app: &App,
+    endpoint: Endpoint,
+    request: &Request,
+    agent: Option<AgentRef<'_>>,
+) -> Result<(Lookup, Principal), Problem> {
+    let token = token_from_headers(request.headers()).map_err(denied)?;
+    let lookup = app.directory().lookup(token, agent).await.map_err(directory_problem)?;
+    let principal = lookup.authenticate(endpoint.sessions()).map_err(denied)?;
+    principal.require(endpoint.scope()).map_err(denied)?;
+    Ok((lookup, principal))
 }
 
 /// 429 when the workspace is over its limit of requests per second.
-async fn admit(app: &App, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
+pub(super) async fn admit(app: &App, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
     match app.directory().admit(lookup, workspace_id, app.config.rate_limit).await {
         Admission::Admitted => Ok(()),
         Admission::Limited { retry_after_secs } => Err(Problem::new(
@@ -206,24 +223,24 @@ fn is_json(content_type: &str) -> bool {
 /// The longest agent remote identifier (agents are created with at most this many).
 const MAX_REMOTE_ID_CHARS: usize = 200;
 
+/// The query's `workspace_id`: a positive integer, required (every endpoint but
+/// operation A's).
+pub(super) fn workspace_param(request: &Request) -> Result<u64, Violation> {
+    match request.query_string_parameters().first("workspace_id") {
+        None => Err(Violation::new("/query/workspace_id", Code::Required, "is required")),
+        Some(w) => match w.trim().parse::<u64>() {
+            Ok(id) if id > 0 => Ok(id),
+            _ => Err(Violation::new("/query/workspace_id", Code::Type, "must be a positive integer")),
+        },
+    }
+}
+
 /// Operation B's query: a positive integer `workspace_id` and an `agent_remote_identifier`
 /// of 1 to 200 characters.
 fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
     let params = request.query_string_parameters();
     let mut errors = Vec::new();
-    let workspace = match params.first("workspace_id") {
-        None => {
-            errors.push(Violation::new("/query/workspace_id", Code::Required, "is required"));
-            None
-        }
-        Some(w) => match w.trim().parse::<u64>() {
-            Ok(id) if id > 0 => Some(id),
-            _ => {
-                errors.push(Violation::new("/query/workspace_id", Code::Type, "must be a positive integer"));
-                None
-            }
-        },
-    };
+    let workspace = workspace_param(request).map_err(|e| errors.push(e)).ok();
     // Bounded before any key is built from it: DynamoDB refuses partition keys over 2048
     // bytes, and agents are created with at most 200 characters.
     let remote = match params.first("agent_remote_identifier") {
@@ -251,7 +268,7 @@ fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
     }
 }
 
-fn denied(d: Denied) -> Problem {
+pub(super) fn denied(d: Denied) -> Problem {
     match d {
         Denied::Unauthorized => Problem::new(
             401,
@@ -265,6 +282,12 @@ fn denied(d: Denied) -> Problem {
         Denied::AgentNotFound => {
             Problem::new(404, "agent-not-found", "Agent not found", "no such agent in this workspace")
         }
+        Denied::MissingScope(scope) => Problem::new(
+            403,
+            "insufficient-scope",
+            "Forbidden",
+            format!("the API key lacks the `{scope}` scope; make one with `callctl key create --scope {scope}`"),
+        ),
     }
 }
 
@@ -274,7 +297,7 @@ fn directory_problem(e: StoreError) -> Problem {
 }
 
 /// 503 for what a retry may fix, else 500 whose detail says what `failed`.
-fn storage_problem(e: StoreError, failed: &str) -> Problem {
+pub(super) fn storage_problem(e: StoreError, failed: &str) -> Problem {
     match e {
         StoreError::Unavailable(reason) => {
             tracing::warn!(%reason, "storage unavailable");

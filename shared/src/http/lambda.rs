@@ -18,9 +18,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::respond;
-use super::{handle, App};
+use super::{handle, App, Endpoint};
 use crate::api::Problem;
-use crate::call::Operation;
 
 /// API Gateway's (v1 and v2) response format, for an event we could not read.
 #[derive(Debug, Serialize)]
@@ -32,23 +31,25 @@ pub struct UnreadableEvent {
     pub is_base64_encoded: bool,
 }
 
-/// Runs `operation`'s function on the Lambda runtime until the runtime stops it.
-pub async fn serve(app: App, operation: Operation) -> Result<(), lambda_http::Error> {
+/// Runs `endpoint`'s function on the Lambda runtime until the runtime stops it.
+pub async fn serve(app: App, endpoint: impl Into<Endpoint>) -> Result<(), lambda_http::Error> {
     let app = &app;
+    let endpoint = endpoint.into();
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| async move {
-        Ok::<_, Infallible>(answer(app, operation, event).await)
+        Ok::<_, Infallible>(answer(app, endpoint, event).await)
     }))
     .await
 }
 
 /// Answers one invocation. Never fails: every event gets an HTTP answer with a request id.
-pub async fn answer(app: &App, operation: Operation, event: LambdaEvent<Box<RawValue>>) -> serde_json::Value {
+pub async fn answer(app: &App, endpoint: impl Into<Endpoint>, event: LambdaEvent<Box<RawValue>>) -> serde_json::Value {
+    let endpoint = endpoint.into();
     let LambdaEvent { payload, context } = event;
     match serde_json::from_str::<LambdaRequest>(payload.get()) {
         Ok(request) => {
             drop(payload);
             let mut adapter = Adapter::from(service_fn(|request: Request| async move {
-                Ok::<_, Infallible>(handle(app, operation, request).await)
+                Ok::<_, Infallible>(handle(app, endpoint, request).await)
             }));
             let request_id = context.request_id.clone();
             // lambda_http turns the event into a request inside `call`, and panics on some
@@ -56,7 +57,7 @@ pub async fn answer(app: &App, operation: Operation, event: LambdaEvent<Box<RawV
             // such a panic is this request's fault, answered 400 like an unreadable event.
             let call = std::panic::catch_unwind(AssertUnwindSafe(|| adapter.call(LambdaEvent::new(request, context))));
             let Ok(call) = call else {
-                return serde_json::to_value(unreadable(operation, &request_id, &"the event made lambda_http panic"))
+                return serde_json::to_value(unreadable(endpoint, &request_id, &"the event made lambda_http panic"))
                     .unwrap_or_default();
             };
             let response = match call.await {
@@ -65,11 +66,11 @@ pub async fn answer(app: &App, operation: Operation, event: LambdaEvent<Box<RawV
             };
             serde_json::to_value(response).unwrap_or_default()
         }
-        Err(e) => serde_json::to_value(unreadable(operation, &context.request_id, &e)).unwrap_or_default(),
+        Err(e) => serde_json::to_value(unreadable(endpoint, &context.request_id, &e)).unwrap_or_default(),
     }
 }
 
-fn unreadable(operation: Operation, request_id: &str, e: &dyn std::fmt::Display) -> UnreadableEvent {
+fn unreadable(endpoint: Endpoint, request_id: &str, e: &dyn std::fmt::Display) -> UnreadableEvent {
     tracing::warn!(request_id, error = %e, "event not readable as an HTTP request");
     let problem = Problem::new(
         400,
@@ -77,7 +78,7 @@ fn unreadable(operation: Operation, request_id: &str, e: &dyn std::fmt::Display)
         "Request cannot be read",
         "the request cannot be read (a header value with control characters, or a malformed query string or Host?)",
     );
-    let response = respond::problem(&problem, operation, request_id);
+    let response = respond::problem(&problem, endpoint, request_id);
     let headers = response
         .headers()
         .iter()

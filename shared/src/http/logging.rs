@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use tracing_subscriber::filter::Targets;
 
-use crate::call::Operation;
+use super::Endpoint;
 use crate::store::{Outcome, Stored};
 
 /// Starts logging to stdout: JSON lines when `json`, readable text otherwise. `RUST_LOG`
@@ -30,7 +30,7 @@ pub fn init(json: bool) {
 /// What one request did, logged when it ends.
 #[derive(Debug)]
 pub struct RequestLog {
-    pub operation: Operation,
+    pub endpoint: Endpoint,
     pub workspace: Option<u64>,
     pub status: u16,
     pub problem: Option<&'static str>,
@@ -39,8 +39,8 @@ pub struct RequestLog {
 }
 
 impl RequestLog {
-    pub fn new(operation: Operation, bytes_in: usize) -> Self {
-        RequestLog { operation, workspace: None, status: 0, problem: None, bytes_in, stored: None }
+    pub fn new(endpoint: Endpoint, bytes_in: usize) -> Self {
+        RequestLog { endpoint, workspace: None, status: 0, problem: None, bytes_in, stored: None }
     }
 
     /// Writes the request line, and in Lambda (`emf`) the metrics line.
@@ -48,7 +48,7 @@ impl RequestLog {
         let duration_ms = elapsed.as_secs_f64() * 1000.0;
         tracing::info!(
             request_id,
-            operation = self.operation.as_str(),
+            operation = self.endpoint.as_str(),
             workspace = self.workspace,
             status = self.status,
             problem = self.problem,
@@ -83,7 +83,7 @@ impl RequestLog {
                     ]
                 }]
             },
-            "Operation": self.operation.as_str(),
+            "Operation": self.endpoint.as_str(),
             "Status": self.status.to_string(),
             "request_id": request_id,
             "CallsCreated": count(Outcome::Created),

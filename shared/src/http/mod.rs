@@ -4,11 +4,14 @@
 
 mod app;
 pub mod encoding;
+mod endpoint;
+mod get_call;
 mod handler;
 mod lambda;
 pub mod logging;
 mod respond;
 
 pub use app::App;
+pub use endpoint::Endpoint;
 pub use handler::handle;
 pub use lambda::{answer, serve};

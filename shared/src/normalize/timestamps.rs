@@ -36,6 +36,14 @@ pub fn seconds_to_millis(seconds: f64) -> Option<u64> {
     (ms >= 0.0 && ms <= crate::api::number::MAX_SAFE_INTEGER as f64).then_some(ms as u64)
 }
 
+/// RFC 3339 text (UTC) of epoch milliseconds; the number itself if it is out of range.
+pub fn millis_rfc3339(ms: u64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_else(|| ms.to_string())
+}
+
 /// Epoch milliseconds of an RFC 3339 time, or `None` when it is not one.
 pub fn rfc3339_millis(text: &str) -> Option<i64> {
     let t = OffsetDateTime::parse(text, &Rfc3339).ok()?;

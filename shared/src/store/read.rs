@@ -3,19 +3,20 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::item::{call_pk, chunk_prefix, get_b, get_s, get_u64, parse_call_pk, revision_sk, s, Item};
 use super::query::SortKeys;
 use super::{codec, tables, Store, StoreError};
 
 /// One stored submission of a call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct StoredRevision {
     pub revision: u64,
     pub digest: String,
     pub updated_at: u64,
-    /// The normalised document.
-    pub document: serde_json::Value,
+    /// The normalised document, as stored (JSON, never re-serialised).
+    pub document: Box<RawValue>,
     /// The request body exactly as received.
     #[serde(skip)]
     pub raw: Vec<u8>,
@@ -46,6 +47,20 @@ pub struct CallSummary {
     pub duration_ms: Option<u64>,
     pub call_status: Option<String>,
     pub user_sentiment: Option<String>,
+}
+
+impl StoredRevision {
+    /// The document as a JSON value, to look into.
+    pub fn document_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.document.get()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for StoredRevision {
+    fn eq(&self, other: &Self) -> bool {
+        (self.revision, &self.digest, self.updated_at, self.document.get(), &self.raw)
+            == (other.revision, &other.digest, other.updated_at, other.document.get(), &other.raw)
+    }
 }
 
 impl Store {
@@ -85,6 +100,16 @@ impl Store {
 
     /// The call with internal id `id`, or `None`.
     pub async fn get_call_by_id(&self, id: u64, with_revisions: bool) -> Result<Option<StoredCall>, StoreError> {
+        match self.locate(id).await? {
+            Some((workspace_id, call_id)) => self.get_call(workspace_id, &call_id, with_revisions).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The workspace and provider call id of the call with internal id `id`, from the
+    /// `by-id` index (eventually consistent: a call stored a moment ago may not be there
+    /// yet).
+    pub async fn locate(&self, id: u64) -> Result<Option<(u64, String)>, StoreError> {
         let out = self
             .client
             .query()
@@ -95,13 +120,11 @@ impl Store {
             .send()
             .await
             .map_err(StoreError::from_sdk)?;
-        let Some(pk) = out.items().iter().find_map(|i| get_s(i, "pk").map(str::to_owned)) else {
-            return Ok(None);
-        };
-        let Some((workspace_id, call_id)) = parse_call_pk(&pk) else {
-            return Ok(None);
-        };
-        self.get_call(workspace_id, call_id, with_revisions).await
+        Ok(out
+            .items()
+            .iter()
+            .find_map(|i| get_s(i, "pk").and_then(parse_call_pk))
+            .map(|(workspace_id, call_id)| (workspace_id, call_id.to_owned())))
     }
 
     /// The latest `limit` calls of an agent, newest first.
@@ -156,7 +179,9 @@ impl Store {
             }
         };
         let unpacked = codec::unpack(&frame).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let document = serde_json::from_slice(&unpacked.document).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let document = String::from_utf8(unpacked.document)
+            .map_err(|e| StoreError::Internal(e.to_string()))
+            .and_then(|json| RawValue::from_string(json).map_err(|e| StoreError::Internal(e.to_string())))?;
         Ok(StoredRevision {
             revision: get_u64(item, "revision").unwrap_or(1),
             digest: get_s(item, "digest").unwrap_or_default().to_owned(),

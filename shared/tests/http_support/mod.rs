@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use call_ingest::http::{handle, App};
+use call_ingest::http::{handle, App, Endpoint};
 use call_ingest::Operation;
 use lambda_http::http::{Method, Request, Response};
 use lambda_http::{Body, RequestExt};
@@ -22,11 +22,47 @@ impl Answer {
     }
 }
 
+/// A response, read; a gzip-encoded body decompressed first.
 pub fn read(response: Response<Body>) -> Answer {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    let body = serde_json::from_slice(response.body().as_ref()).unwrap_or(Value::Null);
+    let bytes = match headers.get("content-encoding").map(|v| v.as_bytes()) {
+        Some(b"gzip") => {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(response.body().as_ref()), &mut out)
+                .expect("a gzip body");
+            out
+        }
+        _ => response.body().to_vec(),
+    };
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     Answer { status, headers, body }
+}
+
+/// A GET of one call: by `id` in the path, else by the query alone; `headers` added.
+pub fn get_request(
+    id: Option<&str>,
+    auth: Option<&str>,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> Request<Body> {
+    let path = match id {
+        Some(id) => format!("/api/v1/public/call/{id}"),
+        None => "/api/v1/public/call".to_owned(),
+    };
+    let mut builder = Request::builder().method(Method::GET).uri(path);
+    if let Some(auth) = auth {
+        builder = builder.header("authorization", auth);
+    }
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let params: HashMap<String, String> = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let request = builder.body(Body::Empty).unwrap().with_query_string_parameters(params);
+    match id {
+        Some(id) => request.with_path_parameters(HashMap::from([("id".to_owned(), id.to_owned())])),
+        None => request,
+    }
 }
 
 /// A POST to `operation`'s path with `auth` as the Authorization header.
@@ -44,8 +80,8 @@ pub fn request(operation: Operation, auth: Option<&str>, query: &[(&str, &str)],
     request.with_query_string_parameters(params)
 }
 
-pub async fn send(app: &App, operation: Operation, request: Request<Body>) -> Answer {
-    read(handle(app, operation, request).await)
+pub async fn send(app: &App, endpoint: impl Into<Endpoint>, request: Request<Body>) -> Answer {
+    read(handle(app, endpoint, request).await)
 }
 
 /// A small valid operation B body.

@@ -1,0 +1,10 @@
+//! get-call: one stored call, `GET /api/v1/public/call/{id}` and
+//! `GET /api/v1/public/call?provider_call_id=…`. A thin entry point; the handler lives in
+//! the shared crate.
+
+use call_ingest::http::{serve, App, Endpoint};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    serve(App::from_env().await?, Endpoint::GetCall).await
+}

@@ -1,0 +1,64 @@
+//! The endpoints, one per function: what each serves, who may call it, and how its
+//! problems look.
+
+use crate::call::Operation;
+use crate::directory::scopes::Scope;
+use crate::directory::Sessions;
+
+/// One endpoint of the API, served by one function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/calls` or `POST /api/v1/public/call`: storing a call.
+    Ingest(Operation),
+    /// `GET /api/v1/public/call/{id}` and `GET /api/v1/public/call?provider_call_id=…`:
+    /// one call.
+    GetCall,
+}
+
+impl From<Operation> for Endpoint {
+    fn from(operation: Operation) -> Endpoint {
+        Endpoint::Ingest(operation)
+    }
+}
+
+impl Endpoint {
+    /// Its name in logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Ingest(operation) => operation.as_str(),
+            Endpoint::GetCall => "get_call",
+        }
+    }
+
+    /// The methods the function's paths serve, for a 405's `Allow`: on
+    /// `/api/v1/public/call` GET is the reader's and POST create-call's.
+    pub fn allow(self) -> &'static str {
+        match self {
+            Endpoint::Ingest(Operation::SendCallData) => "POST",
+            Endpoint::Ingest(Operation::CreateCall) => "GET, POST",
+            Endpoint::GetCall => "GET",
+        }
+    }
+
+    /// The scope a credential needs here.
+    pub fn scope(self) -> Scope {
+        match self {
+            Endpoint::Ingest(_) => Scope::Send,
+            Endpoint::GetCall => Scope::Read,
+        }
+    }
+
+    /// Whether session tokens are taken: everywhere but operation A, whose contract
+    /// knows API keys only.
+    pub fn sessions(self) -> Sessions {
+        match self {
+            Endpoint::Ingest(Operation::SendCallData) => Sessions::Refused,
+            _ => Sessions::Accepted,
+        }
+    }
+
+    /// Whether problems carry operation A's `success` / `message` envelope.
+    pub fn envelope(self) -> bool {
+        self == Endpoint::Ingest(Operation::SendCallData)
+    }
+}
