@@ -276,7 +276,8 @@ async fn operator_workflow_end_to_end() {
     let revoked = cli.json(&["key", "revoke", &public_id]);
     assert_eq!(revoked["public_id"], public_id.as_str());
     let keys = cli.json(&["key", "list", "--workspace", ws_arg]);
-    assert!(keys["keys"][0]["revoked_at"].is_u64(), "{keys}");
+    let ci_key = keys["keys"].as_array().unwrap().iter().find(|k| k["public_id"] == public_id.as_str()).unwrap();
+    assert!(ci_key["revoked_at"].is_u64(), "{keys}");
     let lookup = app.directory().lookup(&token, None).await.expect("lookup");
     assert_eq!(lookup.authenticate(Sessions::Accepted), Err(Denied::Unauthorized));
     // A key is not revoked through `session revoke`, nor a missing one at all.

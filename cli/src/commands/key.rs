@@ -65,6 +65,8 @@ impl Command {
                 let issued = match token_file {
                     None => app.directory().create_api_key(workspace, &name, scopes).await?,
                     Some(path) => {
+                        let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").ok();
+                        check_fixture_scopes(scopes, endpoint.as_deref())?;
                         let token = read_token(&path)?;
                         check_fixture_token(&token)?;
                         app.directory().register_api_key(workspace, &name, scopes, Secret::from_token(token)).await?
@@ -169,6 +171,16 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
     Ok(text.trim().to_owned())
 }
 
+/// A fixture token is known to whoever read the repository: against AWS it may only send,
+/// never read or erase a workspace's calls.
+fn check_fixture_scopes(scopes: Scopes, endpoint: Option<&str>) -> anyhow::Result<()> {
+    let local = endpoint.is_some_and(|e| e.contains("://127.0.0.1") || e.contains("://localhost"));
+    if !local && (scopes.contains(Scope::Read) || scopes.contains(Scope::Erase)) {
+        bail!("a --token-file key may read or erase only in a local DynamoDB (AWS_ENDPOINT_URL_DYNAMODB on 127.0.0.1)");
+    }
+    Ok(())
+}
+
 /// A fixture token must look like a real key: the prefix (so scanners find it), then
 /// enough letters and digits, and nothing a header could not carry.
 fn check_fixture_token(token: &str) -> anyhow::Result<()> {
@@ -192,6 +204,15 @@ mod tests {
         assert!(check_fixture_token("cis_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6").is_err());
         assert!(check_fixture_token("cik_short").is_err());
         assert!(check_fixture_token("cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c 6d7e8f90").is_err());
+    }
+
+    #[test]
+    fn fixture_keys_read_only_locally() {
+        let read = Scopes::of([Scope::Send, Scope::Read]);
+        assert!(check_fixture_scopes(Scopes::DEFAULT, None).is_ok());
+        assert!(check_fixture_scopes(read, None).is_err());
+        assert!(check_fixture_scopes(read, Some("https://dynamodb.us-east-1.amazonaws.com")).is_err());
+        assert!(check_fixture_scopes(read, Some("http://127.0.0.1:8000")).is_ok());
     }
 
     #[test]

@@ -81,11 +81,13 @@ impl Scopes {
         Scope::ALL.into_iter().filter(move |s| self.contains(*s))
     }
 
-    /// The scopes an API key's item grants: its `scopes` set, else [`Scopes::DEFAULT`].
-    /// Names this version does not know grant nothing.
+    /// The scopes an API key's item grants: its `scopes` set; [`Scopes::DEFAULT`] when it
+    /// has none (made before scopes existed). Names this version does not know, and a
+    /// `scopes` attribute that is not a string set, grant nothing.
     pub fn of_item(item: &Item) -> Scopes {
-        match item.get("scopes").and_then(|v| v.as_ss().ok()) {
-            Some(names) => Scopes::of(names.iter().filter_map(|n| n.parse().ok())),
+        match item.get("scopes").map(|v| v.as_ss()) {
+            Some(Ok(names)) => Scopes::of(names.iter().filter_map(|n| n.parse().ok())),
+            Some(Err(_)) => Scopes::of([]),
             None => Scopes::DEFAULT,
         }
     }
@@ -132,5 +134,7 @@ mod tests {
         assert_eq!(Scopes::of_item(&item), Scopes::of([Scope::Read]));
         assert!("admin".parse::<Scope>().is_err());
         assert_eq!("erase".parse::<Scope>(), Ok(Scope::Erase));
+        let malformed = Item::from([("scopes".into(), s("read"))]);
+        assert!(Scopes::of_item(&malformed).is_empty(), "a malformed attribute grants nothing");
     }
 }

@@ -74,6 +74,8 @@ pub async fn answer(
     if not_modified(request, &etag) {
         let mut response = respond::json(304, Vec::new(), "application/json", request_id);
         response.headers_mut().remove(header::CONTENT_TYPE);
+        // What the 200 would have carried (RFC 9110 15.4.5).
+        response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding"));
         set_etag(&mut response, &etag);
         return Ok(response);
     }
@@ -119,10 +121,11 @@ fn call_named(request: &Request) -> Result<Named, Violation> {
     }
 }
 
-/// A weak validator from the call's id and content digest: it changes with every
-/// revision, and a call erased and sent again (a new id) never matches its old copy.
+/// A weak validator from the call's id, revision and content digest: it changes with
+/// every revision (also one back to earlier content), and a call erased and sent again (a
+/// new id) never matches its old copy.
 fn etag(call: &StoredCall) -> String {
-    format!("W/\"{}-{}\"", call.id, call.current.digest)
+    format!("W/\"{}-{}-{}\"", call.id, call.current.revision, call.current.digest)
 }
 
 fn set_etag(response: &mut Response<Body>, etag: &str) {

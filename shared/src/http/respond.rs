@@ -58,54 +58,65 @@ const COMPRESS_FROM: usize = 1024;
 
 /// A JSON answer, gzip-compressed when the client takes gzip (`Accept-Encoding`) and it is
 /// worth it. 406 when it does not fit in Lambda's answer: uncompressed for a client that
-/// does not take gzip (it is told to), or even compressed.
+/// does not take gzip (it is told to), or either way.
 pub fn encoded(
     status: u16,
     json: Vec<u8>,
     request: &lambda_http::http::HeaderMap,
     request_id: &str,
 ) -> Result<Response<Body>, Problem> {
-    let gzip = accepts_gzip(request);
-    let mut response = if gzip && json.len() >= COMPRESS_FROM {
-        let compressed = gzip_bytes(&json);
-        // Lambda carries a binary body as base64.
-        if compressed.len().div_ceil(3) * 4 + ENVELOPE_BYTES > LAMBDA_RESPONSE_LIMIT {
-            return Err(too_large(json.len(), Some(compressed.len())));
+    // A text body is carried as a JSON string: each `"` and `\` gains a `\` (serde_json
+    // wrote the body, so it holds no raw control character to escape).
+    let escaped = json.len() + json.iter().filter(|b| matches!(b, b'"' | b'\\')).count();
+    let text_fits = escaped + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT;
+    let compressed = (accepts_gzip(request) && json.len() >= COMPRESS_FROM).then(|| gzip_bytes(&json));
+    // Lambda carries a binary body as base64.
+    let carried = |c: &Vec<u8>| c.len().div_ceil(3) * 4 + ENVELOPE_BYTES;
+    let mut response = match compressed {
+        Some(c) if carried(&c) <= LAMBDA_RESPONSE_LIMIT || !text_fits => {
+            if carried(&c) > LAMBDA_RESPONSE_LIMIT {
+                return Err(too_large(json.len(), Some(c.len())));
+            }
+            let mut response = self::json(status, c, "application/json", request_id);
+            response.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            response
         }
-        let mut response = self::json(status, compressed, "application/json", request_id);
-        response.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-        response
-    } else {
-        // A text body is carried as a JSON string: each `"` and `\` gains a `\`.
-        let escaped = json.len() + json.iter().filter(|b| matches!(b, b'"' | b'\\')).count();
-        if escaped + ENVELOPE_BYTES > LAMBDA_RESPONSE_LIMIT {
-            return Err(too_large(json.len(), None));
+        _ => {
+            if !text_fits {
+                return Err(too_large(json.len(), None));
+            }
+            let mut response = self::json(status, Vec::new(), "application/json", request_id);
+            // Valid UTF-8: serde_json wrote it.
+            *response.body_mut() = match String::from_utf8(json) {
+                Ok(text) => Body::Text(text),
+                Err(e) => Body::Binary(e.into_bytes()),
+            };
+            response
         }
-        let mut response = self::json(status, Vec::new(), "application/json", request_id);
-        // Valid UTF-8: serde_json wrote it.
-        *response.body_mut() = match String::from_utf8(json) {
-            Ok(text) => Body::Text(text),
-            Err(e) => Body::Binary(e.into_bytes()),
-        };
-        response
     };
     response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     Ok(response)
 }
 
-/// Whether `Accept-Encoding` takes gzip: `gzip`, `x-gzip` or `*`, with a weight above 0.
+/// Whether `Accept-Encoding` takes gzip: `gzip` or `x-gzip` with a weight above 0, else
+/// `*` with one when gzip is not named (RFC 9110 12.5.3).
 pub fn accepts_gzip(request: &lambda_http::http::HeaderMap) -> bool {
-    request.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
-        |coding| {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
-            let weight = parts
-                .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
-                .find_map(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
-            matches!(name.as_str(), "gzip" | "x-gzip" | "*") && weight > 0.0
-        },
-    )
+    let (mut named, mut any) = (None::<bool>, false);
+    let codings = request.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok());
+    for coding in codings.flat_map(|v| v.split(',')) {
+        let mut parts = coding.split(';');
+        let name = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let weight = parts
+            .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        match name.as_str() {
+            "gzip" | "x-gzip" => named = Some(named.unwrap_or(false) || weight > 0.0),
+            "*" => any = weight > 0.0,
+            _ => {}
+        }
+    }
+    named.unwrap_or(any)
 }
 
 fn gzip_bytes(data: &[u8]) -> Vec<u8> {
@@ -146,7 +157,7 @@ mod tests {
         for yes in ["gzip", "br, GZIP;q=0.5", "x-gzip", "*", "deflate, gzip; q=1.0"] {
             assert!(accepts_gzip(&accept(yes)), "{yes}");
         }
-        for no in ["identity", "br", "gzip;q=0", "gzip; q=0.0, br"] {
+        for no in ["identity", "br", "gzip;q=0", "gzip; q=0.0, br", "gzip;q=0, *"] {
             assert!(!accepts_gzip(&accept(no)), "{no}");
         }
         assert!(!accepts_gzip(&HeaderMap::new()));
@@ -167,5 +178,19 @@ mod tests {
         let quotes = vec![b'"'; 4 * 1024 * 1024];
         assert_eq!(encoded(200, quotes.clone(), &HeaderMap::new(), "r").unwrap_err().status, 406);
         assert_eq!(encoded(200, quotes, &accept("gzip"), "r").unwrap().status(), 200);
+        // What does not compress goes as text when only text fits.
+        // 6 MB of printable ASCII (no `"` or `\\`) drawn at random: gzip keeps ~82 % of it,
+        // whose base64 is over the limit; the text itself fits.
+        let symbols: Vec<u8> = (b' '..=b'~').filter(|c| *c != b'"' && *c != b'\\').collect();
+        let mut noise = Vec::with_capacity(6_000_000);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        while noise.len() < 6_000_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            noise.push(symbols[(x % symbols.len() as u64) as usize]);
+        }
+        let r = encoded(200, noise, &accept("gzip"), "r").unwrap();
+        assert!(r.headers().get(header::CONTENT_ENCODING).is_none(), "base64 of its gzip would not fit");
     }
 }
