@@ -1,6 +1,8 @@
 //! The endpoints, one per function: what each serves, who may call it, and how its
 //! problems look.
 
+use lambda_http::http::Method;
+
 use crate::call::Operation;
 use crate::directory::scopes::Scope;
 use crate::directory::Sessions;
@@ -27,6 +29,14 @@ impl Endpoint {
         match self {
             Endpoint::Ingest(operation) => operation.as_str(),
             Endpoint::GetCall => "get_call",
+        }
+    }
+
+    /// The method the endpoint serves; any other is 405.
+    pub fn method(self) -> Method {
+        match self {
+            Endpoint::Ingest(_) => Method::POST,
+            Endpoint::GetCall => Method::GET,
         }
     }
 

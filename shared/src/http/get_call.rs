@@ -4,12 +4,12 @@
 //! A call of another workspace is answered exactly as a missing one (404, after the same
 //! reads), so an id or a provider call id tells nobody whether it exists elsewhere.
 
-use lambda_http::http::{header, HeaderValue, Method, Response};
+use lambda_http::http::{header, HeaderValue, Response};
 use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::handler::{caller, workspace_param};
+use super::handler::{caller, enter, workspace_param};
 use super::logging::RequestLog;
 use super::{respond, App, Endpoint};
 use crate::api::{Code, Problem, Violation};
@@ -46,9 +46,6 @@ pub async fn answer(
     request_id: &str,
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
-    if request.method() != Method::GET {
-        return Err(Problem::new(405, "method-not-allowed", "Method not allowed", "this endpoint accepts GET only"));
-    }
     let (lookup, principal) = caller(app, Endpoint::GetCall, request, None).await?;
     let named = call_named(request);
     let asked = workspace_param(request);
@@ -56,9 +53,7 @@ pub async fn answer(
         (Ok(w), Ok(n)) => (w, n),
         (w, n) => return Err(Problem::invalid(w.err().into_iter().chain(n.err()).collect())),
     };
-    let workspace_id = principal.workspace(Some(asked)).map_err(super::handler::denied)?;
-    log.workspace = Some(workspace_id);
-    super::handler::admit(app, &lookup, workspace_id).await?;
+    let workspace_id = enter(app, &lookup, &principal, Some(asked), log).await?;
     let call = match named {
         Named::Id(id) => match app.store().locate(id).await.map_err(read_problem)? {
             Some((w, call_id)) if w == workspace_id => app.store().get_call(w, &call_id, false).await,

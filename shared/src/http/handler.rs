@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use lambda_http::http::{header, Method, Response};
+use lambda_http::http::{header, Response};
 use lambda_http::{Body, Request, RequestExt};
 
 use super::encoding::Encoding;
@@ -28,6 +28,12 @@ pub async fn handle(app: &App, endpoint: impl Into<Endpoint>, request: Request) 
     let request_id = request_id(&request);
     let mut log = RequestLog::new(endpoint, request.body().len());
     let answer = match endpoint {
+        _ if request.method() != endpoint.method() => Err(Problem::new(
+            405,
+            "method-not-allowed",
+            "Method not allowed",
+            format!("this endpoint accepts {} only", endpoint.method()),
+        )),
         Endpoint::Ingest(operation) => {
             process(app, operation, &request, &mut log).await.map(|reply| reply.respond(operation, &request_id))
         }
@@ -76,9 +82,6 @@ impl Reply {
 }
 
 async fn process(app: &App, operation: Operation, request: &Request, log: &mut RequestLog) -> Result<Reply, Problem> {
-    if request.method() != Method::POST {
-        return Err(Problem::new(405, "method-not-allowed", "Method not allowed", "this endpoint accepts POST only"));
-    }
     let raw = request.body().as_ref();
     // Judged now, told only to an authenticated caller.
     let checked = body_checks(app, request);
@@ -92,9 +95,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
                 .map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
             let (lookup, principal) = caller(app, endpoint, request, agent).await?;
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
-            let workspace_id = principal.workspace(Some(workspace_id)).map_err(denied)?;
-            log.workspace = Some(workspace_id);
-            admit(app, &lookup, workspace_id).await?;
+            let workspace_id = enter(app, &lookup, &principal, Some(workspace_id), log).await?;
             let agent = app.directory().authorize(&lookup, workspace_id).map_err(denied)?;
             let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body).map_err(|e| Problem::unreadable(&e))?;
@@ -109,12 +110,8 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             let prefix = checked.as_ref().map(|e| e.prefix(raw, PEEK_BYTES)).unwrap_or_default();
             let peeked = peek_agent_id(&prefix);
             let (lookup, principal) = caller(app, endpoint, request, peeked.map(AgentRef::Id)).await?;
-            let workspace_id = match principal {
-                Principal::ApiKey { workspace_id, .. } => workspace_id,
-                Principal::Session { .. } => return Err(denied(Denied::Unauthorized)),
-            };
-            log.workspace = Some(workspace_id);
-            admit(app, &lookup, workspace_id).await?;
+            // No workspace asked for: the API key's own (sessions were refused).
+            let workspace_id = enter(app, &lookup, &principal, None, log).await?;
             let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
             let parsed = call::parse_send_call_data(&body).map_err(|e| Problem::unreadable(&e))?;
             let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
@@ -153,8 +150,23 @@ pub(super) async fn caller(
     Ok((lookup, principal))
 }
 
+/// The workspace the request acts in (the one asked for, else an API key's own; 403 when
+/// the principal may not use it), counted against its limit of requests per second (429).
+pub(super) async fn enter(
+    app: &App,
+    lookup: &Lookup,
+    principal: &Principal,
+    asked: Option<u64>,
+    log: &mut RequestLog,
+) -> Result<u64, Problem> {
+    let workspace_id = principal.workspace(asked).map_err(denied)?;
+    log.workspace = Some(workspace_id);
+    admit(app, lookup, workspace_id).await?;
+    Ok(workspace_id)
+}
+
 /// 429 when the workspace is over its limit of requests per second.
-pub(super) async fn admit(app: &App, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
+async fn admit(app: &App, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
     match app.directory().admit(lookup, workspace_id, app.config.rate_limit).await {
         Admission::Admitted => Ok(()),
         Admission::Limited { retry_after_secs } => Err(Problem::new(
@@ -268,7 +280,7 @@ fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
     }
 }
 
-pub(super) fn denied(d: Denied) -> Problem {
+fn denied(d: Denied) -> Problem {
     match d {
         Denied::Unauthorized => Problem::new(
             401,
