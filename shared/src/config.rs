@@ -33,7 +33,33 @@ pub struct Config {
     pub warm_up: bool,
     /// `LOG_FORMAT=json` for one JSON object per line (Lambda); otherwise readable text.
     pub json_logs: bool,
+    /// `CURSOR_SECRET`: the key that signs list cursors, the same for every instance (at
+    /// least 32 characters). Only list-calls needs it, and refuses to start without it.
+    pub cursor_secret: Option<Secret>,
 }
+
+/// A value that is never printed (`Debug` shows its length only).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secret({} bytes)", self.0.len())
+    }
+}
+
+/// The shortest `CURSOR_SECRET` taken.
+pub const MIN_SECRET_CHARS: usize = 32;
 
 /// A variable that is set but cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +104,17 @@ impl Config {
             rate_limit: number("RATE_LIMIT_PER_SECOND", DEFAULT_RATE_LIMIT as u64, 1, MAX_LIMIT as u64)? as u32,
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
+            cursor_secret: match get("CURSOR_SECRET").filter(|v| !v.is_empty()) {
+                None => None,
+                Some(v) if v.len() >= MIN_SECRET_CHARS => Some(Secret(v)),
+                Some(v) => {
+                    return Err(ConfigError {
+                        name: "CURSOR_SECRET",
+                        value: format!("({} characters)", v.len()),
+                        reason: "shorter than 32 characters",
+                    })
+                }
+            },
         })
     }
 }
@@ -183,6 +220,16 @@ mod tests {
         assert_eq!(c.cache_ttl, Duration::from_secs(60));
         assert_eq!(c.max_body_bytes, 6 * 1024 * 1024);
         assert!(!c.warm_up && !c.json_logs);
+        assert_eq!(c.cursor_secret, None);
+    }
+
+    #[test]
+    fn the_cursor_secret_is_long_and_never_printed() {
+        let e = config(&[("CURSOR_SECRET", "short-and-secret")]).unwrap_err().to_string();
+        assert!(!e.contains("short-and-secret"), "{e}");
+        let c = config(&[("CURSOR_SECRET", &"k".repeat(40))]).unwrap();
+        assert_eq!(c.cursor_secret.as_ref().map(Secret::as_bytes), Some("k".repeat(40).as_bytes()));
+        assert!(!format!("{c:?}").contains("kkkk"));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 use anyhow::{anyhow, bail, Context};
 use call_ingest::directory::Agent;
 use call_ingest::http::App;
-use call_ingest::store::{CallSummary, StoredCall, StoredRevision};
+use call_ingest::store::list::MAX_PAGE;
+use call_ingest::store::{CallSummary, Listing, StoredCall, StoredRevision};
 use clap::{ArgGroup, Subcommand};
 use serde_json::{json, Value};
 
@@ -159,23 +160,29 @@ async fn list(app: &App, out: &Output, workspace_id: u64, agent: Option<&str>, l
             vec![found]
         }
     };
-    // Each agent's newest `limit` calls hold the workspace's newest `limit`.
-    let mut calls: Vec<(&Agent, CallSummary)> = Vec::new();
-    let per_agent = i32::try_from(limit).unwrap_or(i32::MAX);
-    for a in &agents {
-        let listed = app.store().list_calls(workspace_id, &a.id, per_agent).await?;
-        calls.extend(listed.into_iter().map(|c| (*a, c)));
+    // The same listing the API answers, page after page until `limit`.
+    let agent_id = match agent {
+        Some(_) => agents.first().map(|a| a.id.as_str()),
+        None => None,
+    };
+    let mut listing = Listing { workspace_id, agent_id, from_ms: 0, to_ms: u64::MAX, after: None, limit: MAX_PAGE };
+    let mut calls: Vec<(Option<&Agent>, CallSummary)> = Vec::new();
+    while calls.len() < limit {
+        listing.limit = (limit - calls.len()).min(MAX_PAGE);
+        let page = app.store().list_calls(&listing).await?;
+        calls.extend(page.calls.into_iter().map(|c| (agents.iter().copied().find(|a| a.id == c.agent_id), c)));
+        match page.next {
+            Some(next) => listing.after = Some(next),
+            None => break,
+        }
     }
-    calls.sort_by(|(_, x), (_, y)| y.start_ms.cmp(&x.start_ms).then(y.id.cmp(&x.id)));
-    calls.truncate(limit);
 
     let entries: Vec<Value> = calls
         .iter()
         .map(|(a, c)| {
             let mut entry = json!(c);
             if let Some(object) = entry.as_object_mut() {
-                object.insert("agent_id".into(), json!(a.id));
-                object.insert("agent_remote_id".into(), json!(a.remote_id));
+                object.insert("agent_remote_id".into(), json!(a.map(|a| &a.remote_id)));
             }
             entry
         })
@@ -183,7 +190,7 @@ async fn list(app: &App, out: &Output, workspace_id: u64, agent: Option<&str>, l
     let value = json!({"workspace_id": workspace_id, "calls": entries});
     out.show(&value, || {
         if calls.is_empty() {
-            return format!("no calls in workspace {workspace_id} (calls without a start time are not listed)\n");
+            return format!("no calls in workspace {workspace_id}\n");
         }
         let rows: Vec<Vec<String>> = calls
             .iter()
@@ -191,8 +198,8 @@ async fn list(app: &App, out: &Output, workspace_id: u64, agent: Option<&str>, l
                 vec![
                     c.id.to_string(),
                     c.call_id.clone(),
-                    a.remote_id.clone(),
-                    time_ms(c.start_ms),
+                    a.map_or_else(|| "-".to_owned(), |a| a.remote_id.clone()),
+                    c.start_ms.map_or_else(|| format!("({} received)", time_ms(c.created_at)), time_ms),
                     c.duration_ms.map_or_else(|| "-".to_owned(), seconds),
                     or_dash(c.call_status.as_deref()),
                     or_dash(c.user_sentiment.as_deref()),

@@ -399,7 +399,7 @@ impl Directory {
 
     async fn query(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {
         let range = crate::store::query::SortKeys::Prefix(prefix.to_owned());
-        crate::store::query::query(&self.client, &self.table, &pk, &range, false).await
+        crate::store::query::query(&self.client, &self.table, &pk, &range, false, None).await
     }
 }
 

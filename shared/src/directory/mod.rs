@@ -195,10 +195,10 @@ impl Directory {
         Ok(agent)
     }
 
-    /// The agent `agent_id` of `workspace_id` (from the cache, else one read), to name a
-    /// call's agent in an answer.
-    pub async fn agent(&self, agent_id: &str, workspace_id: u64) -> Result<Option<Agent>, StoreError> {
-        let key = agent_pk(agent_id);
+    /// The agent `agent` of `workspace_id` (from the cache, else one read): to name a
+    /// call's agent in an answer, or find the one a listing asks for.
+    pub async fn agent(&self, agent: AgentRef<'_>, workspace_id: u64) -> Result<Option<Agent>, StoreError> {
+        let key = agent.pk();
         let lookup = Lookup {
             agent: self.read(std::iter::once((key.as_str(), AGENT_SK))).await?.remove(&key),
             ..Lookup::default()

@@ -15,6 +15,14 @@ pub enum Endpoint {
     /// `GET /api/v1/public/call/{id}` and `GET /api/v1/public/call?provider_call_id=…`:
     /// one call.
     GetCall,
+    /// `GET /api/v1/public/calls`: a page of a workspace's calls.
+    ListCalls,
+    /// `GET /api/v1/public/call/{id}/revisions` and `…/revisions/{n}`: a call's revisions.
+    CallRevisions,
+    /// `GET /api/v1/public/call/{id}/raw`: a body as it was received.
+    GetRawCall,
+    /// `DELETE /api/v1/public/call/{id}`: erasing a call.
+    EraseCall,
 }
 
 impl From<Operation> for Endpoint {
@@ -29,6 +37,10 @@ impl Endpoint {
         match self {
             Endpoint::Ingest(operation) => operation.as_str(),
             Endpoint::GetCall => "get_call",
+            Endpoint::ListCalls => "list_calls",
+            Endpoint::CallRevisions => "call_revisions",
+            Endpoint::GetRawCall => "get_raw_call",
+            Endpoint::EraseCall => "erase_call",
         }
     }
 
@@ -36,17 +48,20 @@ impl Endpoint {
     pub fn method(self) -> Method {
         match self {
             Endpoint::Ingest(_) => Method::POST,
-            Endpoint::GetCall => Method::GET,
+            Endpoint::EraseCall => Method::DELETE,
+            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Method::GET,
         }
     }
 
     /// The methods the function's paths serve, for a 405's `Allow`: on
-    /// `/api/v1/public/call` GET is the reader's and POST create-call's.
+    /// `/api/v1/public/call` GET is the reader's and POST create-call's; on
+    /// `/api/v1/public/call/{id}` GET is the reader's and DELETE the eraser's.
     pub fn allow(self) -> &'static str {
         match self {
             Endpoint::Ingest(Operation::SendCallData) => "POST",
             Endpoint::Ingest(Operation::CreateCall) => "GET, POST",
-            Endpoint::GetCall => "GET",
+            Endpoint::GetCall | Endpoint::EraseCall => "GET, DELETE",
+            Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => "GET",
         }
     }
 
@@ -54,7 +69,8 @@ impl Endpoint {
     pub fn scope(self) -> Scope {
         match self {
             Endpoint::Ingest(_) => Scope::Send,
-            Endpoint::GetCall => Scope::Read,
+            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Scope::Read,
+            Endpoint::EraseCall => Scope::Erase,
         }
     }
 

@@ -1,6 +1,6 @@
 //! One request, start to end: method → credential → (query) → lookup → authorise → body →
 //! validate → normalise → store → response. Every outcome of the contract is decided here;
-//! the readers (`get_call`) share its first steps ([`caller`], [`admit`]).
+//! the readers share its first steps ([`caller`], [`enter`]).
 
 use std::time::Instant;
 
@@ -10,7 +10,7 @@ use lambda_http::{Body, Request, RequestExt};
 use super::encoding::Encoding;
 use super::logging::RequestLog;
 use super::respond;
-use super::{get_call, App, Endpoint};
+use super::{erase_call, get_call, list_calls, raw, revisions, App, Endpoint};
 use crate::api::responses::{CreateCallResponse, SendCallDataResponse};
 use crate::api::send_call_data::{peek_agent_id, PEEK_BYTES};
 use crate::api::{Code, Problem, Violation};
@@ -38,6 +38,10 @@ pub async fn handle(app: &App, endpoint: impl Into<Endpoint>, request: Request) 
             process(app, operation, &request, &mut log).await.map(|reply| reply.respond(operation, &request_id))
         }
         Endpoint::GetCall => get_call::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::ListCalls => list_calls::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::CallRevisions => revisions::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::GetRawCall => raw::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::EraseCall => erase_call::answer(app, &request, &request_id, &mut log).await,
     };
     let response = match answer {
         Ok(response) => response,
@@ -250,37 +254,33 @@ pub(super) fn workspace_param(request: &Request) -> Result<u64, Violation> {
 /// Operation B's query: a positive integer `workspace_id` and an `agent_remote_identifier`
 /// of 1 to 200 characters.
 fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
-    let params = request.query_string_parameters();
-    let mut errors = Vec::new();
-    let workspace = workspace_param(request).map_err(|e| errors.push(e)).ok();
-    // Bounded before any key is built from it: DynamoDB refuses partition keys over 2048
-    // bytes, and agents are created with at most 200 characters.
-    let remote = match params.first("agent_remote_identifier") {
-        Some(r) if !r.is_empty() && r.chars().count() <= MAX_REMOTE_ID_CHARS => Some(r.to_owned()),
-        Some("") => {
-            errors.push(Violation::new("/query/agent_remote_identifier", Code::Length, "must not be empty"));
-            None
-        }
-        Some(_) => {
-            errors.push(Violation::new(
-                "/query/agent_remote_identifier",
-                Code::Length,
-                format!("must be at most {MAX_REMOTE_ID_CHARS} characters"),
-            ));
-            None
-        }
-        None => {
-            errors.push(Violation::new("/query/agent_remote_identifier", Code::Required, "is required"));
-            None
-        }
-    };
+    let workspace = workspace_param(request);
+    let remote = remote_id_param(request).and_then(|r| {
+        r.ok_or_else(|| Violation::new("/query/agent_remote_identifier", Code::Required, "is required"))
+    });
     match (workspace, remote) {
-        (Some(w), Some(r)) => Ok((w, r)),
-        _ => Err(errors),
+        (Ok(w), Ok(r)) => Ok((w, r)),
+        (w, r) => Err(w.err().into_iter().chain(r.err()).collect()),
     }
 }
 
-fn denied(d: Denied) -> Problem {
+/// The query's `agent_remote_identifier`, if given: 1 to 200 characters. Bounded before
+/// any key is built from it: DynamoDB refuses partition keys over 2048 bytes, and agents
+/// are created with at most 200 characters.
+pub(super) fn remote_id_param(request: &Request) -> Result<Option<String>, Violation> {
+    match request.query_string_parameters().first("agent_remote_identifier") {
+        None => Ok(None),
+        Some(r) if !r.is_empty() && r.chars().count() <= MAX_REMOTE_ID_CHARS => Ok(Some(r.to_owned())),
+        Some("") => Err(Violation::new("/query/agent_remote_identifier", Code::Length, "must not be empty")),
+        Some(_) => Err(Violation::new(
+            "/query/agent_remote_identifier",
+            Code::Length,
+            format!("must be at most {MAX_REMOTE_ID_CHARS} characters"),
+        )),
+    }
+}
+
+pub(super) fn denied(d: Denied) -> Problem {
     match d {
         Denied::Unauthorized => Problem::new(
             401,

@@ -35,6 +35,11 @@ pub struct UnreadableEvent {
 pub async fn serve(app: App, endpoint: impl Into<Endpoint>) -> Result<(), lambda_http::Error> {
     let app = &app;
     let endpoint = endpoint.into();
+    if endpoint == Endpoint::ListCalls && app.config.cursor_secret.is_none() {
+        // Every instance must sign cursors with the same key; a random one per instance
+        // would make a cursor fail on the next instance.
+        return Err("CURSOR_SECRET is not set: list-calls cannot sign its cursors".into());
+    }
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| async move {
         Ok::<_, Infallible>(answer(app, endpoint, event).await)
     }))

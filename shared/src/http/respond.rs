@@ -56,7 +56,7 @@ const ENVELOPE_BYTES: usize = 4 * 1024;
 /// Bodies smaller than this are sent as they are: gzip would save next to nothing.
 const COMPRESS_FROM: usize = 1024;
 
-/// A JSON answer, gzip-compressed when the client takes gzip (`Accept-Encoding`) and it is
+/// A JSON answer (or a raw body, as received), gzip-compressed when the client takes gzip (`Accept-Encoding`) and it is
 /// worth it. 406 when it does not fit in Lambda's answer: uncompressed for a client that
 /// does not take gzip (it is told to), or either way.
 pub fn encoded(
@@ -65,10 +65,7 @@ pub fn encoded(
     request: &lambda_http::http::HeaderMap,
     request_id: &str,
 ) -> Result<Response<Body>, Problem> {
-    // A text body is carried as a JSON string: each `"` and `\` gains a `\` (serde_json
-    // wrote the body, so it holds no raw control character to escape).
-    let escaped = json.len() + json.iter().filter(|b| matches!(b, b'"' | b'\\')).count();
-    let text_fits = escaped + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT;
+    let text_fits = carried_as_text(&json) + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT;
     let compressed = (accepts_gzip(request) && json.len() >= COMPRESS_FROM).then(|| gzip_bytes(&json));
     // Lambda carries a binary body as base64.
     let carried = |c: &Vec<u8>| c.len().div_ceil(3) * 4 + ENVELOPE_BYTES;
@@ -86,7 +83,7 @@ pub fn encoded(
                 return Err(too_large(json.len(), None));
             }
             let mut response = self::json(status, Vec::new(), "application/json", request_id);
-            // Valid UTF-8: serde_json wrote it.
+            // A body that is not UTF-8 (a raw body could be) goes as binary.
             *response.body_mut() = match String::from_utf8(json) {
                 Ok(text) => Body::Text(text),
                 Err(e) => Body::Binary(e.into_bytes()),
@@ -96,6 +93,24 @@ pub fn encoded(
     };
     response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     Ok(response)
+}
+
+/// The bytes a body takes in Lambda's answer. Text is carried as a JSON string: `"` and
+/// `\` gain a `\`, control characters become `\n` or `\u00XX`; anything else (not UTF-8)
+/// goes as base64.
+fn carried_as_text(body: &[u8]) -> usize {
+    if std::str::from_utf8(body).is_err() {
+        return body.len().div_ceil(3) * 4;
+    }
+    let escapes: usize = body
+        .iter()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    body.len() + escapes
 }
 
 /// Whether `Accept-Encoding` takes gzip: `gzip` or `x-gzip` with a weight above 0, else

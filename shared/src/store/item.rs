@@ -23,6 +23,10 @@ pub fn parse_call_pk(pk: &str) -> Option<(u64, &str)> {
 
 pub const HEAD: &str = "HEAD";
 
+/// The attributes that put an item in an index: only heads carry them, so a revision is
+/// neither found by id nor listed.
+pub const HEAD_ONLY: &[&str] = &["id", "agent_key", "listed_ws", "listed_ms"];
+
 /// Sort key of an earlier revision, zero-padded so that they sort in order.
 pub fn revision_sk(revision: u64) -> String {
     format!("REV#{revision:010}")

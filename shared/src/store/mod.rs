@@ -15,9 +15,11 @@
 mod chunks;
 pub mod codec;
 mod create;
+mod erase;
 mod error;
 pub mod ids;
 pub mod item;
+pub mod list;
 pub mod query;
 mod read;
 mod revise;
@@ -37,7 +39,9 @@ use item::{get_u64, s, Item, HEAD};
 use submission::{id_and_revision, Submission};
 
 pub use error::{cancellation_codes, StoreError};
-pub use read::{CallSummary, StoredCall, StoredRevision};
+pub use erase::Erased;
+pub use list::{CallSummary, Listing, Page, Position};
+pub use read::{RevisionInfo, StoredCall, StoredRevision};
 pub use submission::dynamodb_number;
 
 /// Attempts at storing one submission (creates and revisions that lost a race or met a
@@ -221,12 +225,17 @@ impl Store {
 
     /// The head item, read consistently.
     async fn head(&self, pk: &str) -> Result<Option<Item>, StoreError> {
+        self.item(pk, HEAD).await
+    }
+
+    /// One item, read consistently.
+    async fn item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()
             .table_name(&self.table)
             .key("pk", s(pk))
-            .key("sk", s(HEAD))
+            .key("sk", s(sk))
             .consistent_read(true)
             .send()
             .await

@@ -8,25 +8,38 @@ use super::StoreError;
 /// Which sort keys of a partition to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SortKeys {
+    /// All of them.
+    All,
     /// Those that start with this.
     Prefix(String),
     /// From the first to the second, both included.
     Between(String, String),
 }
 
-/// Every item of partition `pk` whose sort key is in `range`, in sort-key order.
+/// Every item of partition `pk` whose sort key is in `range`, in sort-key order; with
+/// `projection`, only those attributes of each.
 pub async fn query(
     client: &Client,
     table: &str,
     pk: &str,
     range: &SortKeys,
     consistent: bool,
+    projection: Option<&[&str]>,
 ) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::new();
     let mut start = None;
     loop {
-        let request = client.query().table_name(table).expression_attribute_values(":pk", s(pk));
+        let mut request = client.query().table_name(table).expression_attribute_values(":pk", s(pk));
+        // Every name through an alias: some (`operation`, `data`) are reserved words.
+        if let Some(names) = projection {
+            let aliases: Vec<String> = (0..names.len()).map(|i| format!("#p{i}")).collect();
+            request = request.projection_expression(aliases.join(", "));
+            for (alias, name) in aliases.into_iter().zip(names) {
+                request = request.expression_attribute_names(alias, *name);
+            }
+        }
         let request = match range {
+            SortKeys::All => request.key_condition_expression("pk = :pk"),
             SortKeys::Prefix(prefix) => request
                 .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
                 .expression_attribute_values(":prefix", s(prefix)),

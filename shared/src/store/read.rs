@@ -1,11 +1,11 @@
 //! Reading calls back: by (workspace, provider call id) or by internal id, with their
-//! revisions, chunks reassembled; and listing an agent's calls.
+//! revisions, chunks reassembled.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::item::{call_pk, chunk_prefix, get_b, get_s, get_u64, parse_call_pk, revision_sk, s, Item};
+use super::item::{call_pk, chunk_prefix, get_b, get_s, get_u64, parse_call_pk, revision_sk, Item};
 use super::query::SortKeys;
 use super::{codec, tables, Store, StoreError};
 
@@ -36,17 +36,17 @@ pub struct StoredCall {
     pub revisions: Vec<StoredRevision>,
 }
 
-/// A line of a call listing.
+/// What a revision was, without its content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CallSummary {
-    pub id: u64,
-    pub call_id: String,
-    pub operation: String,
+pub struct RevisionInfo {
     pub revision: u64,
-    pub start_ms: u64,
-    pub duration_ms: Option<u64>,
-    pub call_status: Option<String>,
-    pub user_sentiment: Option<String>,
+    pub digest: String,
+    /// When it was received (epoch ms).
+    pub updated_at: u64,
+    pub agent_id: String,
+    pub operation: String,
+    /// The size of its raw body.
+    pub raw_bytes: u64,
 }
 
 impl StoredRevision {
@@ -82,20 +82,11 @@ impl Store {
             // head that replaced it and never changes, so a revision committed after the head
             // was read is neither listed twice nor instead of an older one.
             let range = SortKeys::Between(revision_sk(1), revision_sk(current.revision - 1));
-            for item in self.query(&pk, range).await? {
+            for item in self.query(&pk, range, None).await? {
                 revisions.push(self.revision(&pk, &item).await?);
             }
         }
-        Ok(Some(StoredCall {
-            id: get_u64(&head, "id").unwrap_or_default(),
-            workspace_id,
-            agent_id: get_s(&head, "agent_id").unwrap_or_default().to_owned(),
-            call_id: call_id.to_owned(),
-            operation: get_s(&head, "operation").unwrap_or_default().to_owned(),
-            created_at: get_u64(&head, "created_at").unwrap_or_default(),
-            current,
-            revisions,
-        }))
+        Ok(Some(StoredCall { revisions, ..call_of(workspace_id, call_id, &head, current) }))
     }
 
     /// The call with internal id `id`, or `None`.
@@ -127,39 +118,71 @@ impl Store {
             .map(|(workspace_id, call_id)| (workspace_id, call_id.to_owned())))
     }
 
-    /// The latest `limit` calls of an agent, newest first.
-    pub async fn list_calls(
+    /// The call `call_id` of `workspace_id` as it was at `revision` (its current content
+    /// when that is the current revision), or `None` when there is no such call or
+    /// revision. One read when the revision is current, two for an earlier one.
+    pub async fn get_call_at(
         &self,
         workspace_id: u64,
-        agent_id: &str,
-        limit: i32,
-    ) -> Result<Vec<CallSummary>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(tables::BY_AGENT_START.name)
-            .key_condition_expression("agent_key = :k")
-            .expression_attribute_values(":k", s(format!("{workspace_id}#{agent_id}")))
-            .scan_index_forward(false)
-            .limit(limit.max(1))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        Ok(out
-            .items()
-            .iter()
-            .map(|i| CallSummary {
-                id: get_u64(i, "id").unwrap_or_default(),
-                call_id: get_s(i, "call_id").unwrap_or_default().to_owned(),
-                operation: get_s(i, "operation").unwrap_or_default().to_owned(),
-                revision: get_u64(i, "revision").unwrap_or(1),
-                start_ms: get_u64(i, "start_ms").unwrap_or_default(),
-                duration_ms: get_u64(i, "duration_ms"),
-                call_status: get_s(i, "call_status").map(str::to_owned),
-                user_sentiment: get_s(i, "user_sentiment").map(str::to_owned),
-            })
-            .collect())
+        call_id: &str,
+        revision: u64,
+    ) -> Result<Option<StoredCall>, StoreError> {
+        let pk = call_pk(workspace_id, call_id);
+        let Some(head) = self.head(&pk).await? else {
+            return Ok(None);
+        };
+        let latest = get_u64(&head, "revision").unwrap_or(1);
+        let earlier;
+        let item = match revision {
+            r if r == latest => &head,
+            r if (1..latest).contains(&r) => {
+                // Written with the head that replaced it, and never changed since.
+                earlier = self
+                    .item(&pk, &revision_sk(r))
+                    .await?
+                    .ok_or_else(|| StoreError::Internal(format!("revision {r} of {latest} is missing")))?;
+                &earlier
+            }
+            _ => return Ok(None),
+        };
+        let current = self.revision(&pk, item).await?;
+        Ok(Some(StoredCall {
+            agent_id: get_s(item, "agent_id").unwrap_or_default().to_owned(),
+            ..call_of(workspace_id, call_id, &head, current)
+        }))
+    }
+
+    /// The revisions of the call `call_id` of `workspace_id`, oldest first, the current
+    /// one last, without their content; `None` when there is no such call.
+    pub async fn revisions(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+    ) -> Result<Option<(u64, Vec<RevisionInfo>)>, StoreError> {
+        let pk = call_pk(workspace_id, call_id);
+        let Some(head) = self.head(&pk).await? else {
+            return Ok(None);
+        };
+        let latest = get_u64(&head, "revision").unwrap_or(1);
+        let mut items = match latest {
+            1 => Vec::new(),
+            _ => {
+                let range = SortKeys::Between(revision_sk(1), revision_sk(latest - 1));
+                // Not their content: the read costs the same, but nothing large travels.
+                self.query(&pk, range, Some(&["revision", "digest", "updated_at", "agent_id", "operation", "raw_bytes"])).await?
+            }
+        };
+        items.push(head);
+        let info = |i: &Item| RevisionInfo {
+            revision: get_u64(i, "revision").unwrap_or(1),
+            digest: get_s(i, "digest").unwrap_or_default().to_owned(),
+            updated_at: get_u64(i, "updated_at").unwrap_or_default(),
+            agent_id: get_s(i, "agent_id").unwrap_or_default().to_owned(),
+            operation: get_s(i, "operation").unwrap_or_default().to_owned(),
+            raw_bytes: get_u64(i, "raw_bytes").unwrap_or_default(),
+        };
+        let id = items.last().and_then(|h| get_u64(h, "id")).unwrap_or_default();
+        Ok(Some((id, items.iter().map(info).collect())))
     }
 
     /// Decodes a head or revision item, fetching its chunks when it has them.
@@ -170,7 +193,7 @@ impl Store {
                 let token = get_s(item, "submission")
                     .ok_or_else(|| StoreError::Internal("item has neither body nor chunks".into()))?;
                 let expected = get_u64(item, "chunks").unwrap_or_default() as usize;
-                let chunks = self.query(pk, SortKeys::Prefix(chunk_prefix(token))).await?;
+                let chunks = self.query(pk, SortKeys::Prefix(chunk_prefix(token)), None).await?;
                 if chunks.len() != expected {
                     return Err(StoreError::Internal(format!("{} of {expected} chunks found", chunks.len())));
                 }
@@ -192,13 +215,32 @@ impl Store {
     }
 
     /// Every item of the call partition whose sort key is in `range`, in order, read
-    /// consistently.
-    async fn query(&self, pk: &str, range: SortKeys) -> Result<Vec<Item>, StoreError> {
-        super::query::query(&self.client, &self.table, pk, &range, true).await
+    /// consistently (only the attributes of `projection`, when given).
+    pub(super) async fn query(
+        &self,
+        pk: &str,
+        range: SortKeys,
+        projection: Option<&[&str]>,
+    ) -> Result<Vec<Item>, StoreError> {
+        super::query::query(&self.client, &self.table, pk, &range, true, projection).await
     }
 
     /// The raw head item (for tests and tools that check what was written).
     pub async fn raw_head(&self, workspace_id: u64, call_id: &str) -> Result<Option<Item>, StoreError> {
         self.head(&call_pk(workspace_id, call_id)).await
+    }
+}
+
+/// A call as its head describes it, holding `current`.
+fn call_of(workspace_id: u64, call_id: &str, head: &Item, current: StoredRevision) -> StoredCall {
+    StoredCall {
+        id: get_u64(head, "id").unwrap_or_default(),
+        workspace_id,
+        agent_id: get_s(head, "agent_id").unwrap_or_default().to_owned(),
+        call_id: call_id.to_owned(),
+        operation: get_s(head, "operation").unwrap_or_default().to_owned(),
+        created_at: get_u64(head, "created_at").unwrap_or_default(),
+        current,
+        revisions: Vec::new(),
     }
 }

@@ -17,9 +17,10 @@ impl Store {
         let head = sub.head(id, revision + 1, &created_at);
         let mut kept = old.clone();
         kept.insert("sk".into(), s(revision_sk(revision)));
-        // Only heads are indexed.
-        kept.remove("id");
-        kept.remove("agent_key");
+        // Only heads are indexed (found by id, listed).
+        for key in super::item::HEAD_ONLY {
+            kept.remove(*key);
+        }
         let bytes = sub.bytes + item_size(&kept);
         let mut items = vec![
             put_new(&self.table, kept)?,

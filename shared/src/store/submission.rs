@@ -52,9 +52,11 @@ impl Submission {
         attributes.insert("updated_at".into(), n(now));
         attributes.insert("raw_bytes".into(), n(raw.len()));
         attributes.insert("unpacked_bytes".into(), n(packed.unpacked_len));
+        attributes.insert("agent_key".into(), s(format!("{}#{}", owner.workspace_id, owner.agent_id)));
+        attributes.insert("listed_ws".into(), n(owner.workspace_id));
         if let Some(start) = doc.summary.start_ms {
-            attributes.insert("agent_key".into(), s(format!("{}#{}", owner.workspace_id, owner.agent_id)));
             attributes.insert("start_ms".into(), n(start));
+            attributes.insert("listed_ms".into(), n(start));
         }
         if let Some(end) = doc.summary.end_ms {
             attributes.insert("end_ms".into(), n(end));
@@ -122,6 +124,10 @@ impl Submission {
         head.insert("id".into(), n(id));
         head.insert("revision".into(), n(revision));
         head.insert("created_at".into(), created_at.clone());
+        // Listed by its start; a call without one, by when it was first received.
+        if !head.contains_key("listed_ms") {
+            head.insert("listed_ms".into(), created_at.clone());
+        }
         head
     }
 

@@ -45,27 +45,42 @@ pub struct TableDef {
 
 /// Looks up calls by internal id.
 pub const BY_ID: Index = Index { name: "by-id", hash: ("id", ScalarKind::N), range: None, include: None };
-/// Lists an agent's calls by start time.
-pub const BY_AGENT_START: Index = Index {
-    name: "by-agent-start",
+/// What a listing shows of a call (projected into both listing indexes): a summary, no
+/// transcript.
+pub const SUMMARY: &[&str] = &[
+    "call_id",
+    "id",
+    "agent_id",
+    "operation",
+    "revision",
+    "start_ms",
+    "end_ms",
+    "duration_ms",
+    "call_status",
+    "user_sentiment",
+    "created_at",
+    "updated_at",
+];
+/// Lists a workspace's calls, newest first: `listed_ws` (the workspace) and `listed_ms`
+/// (the call's start, else when it was first received). Only heads carry them.
+pub const BY_WORKSPACE: Index = Index {
+    name: "by-workspace-listed",
+    hash: ("listed_ws", ScalarKind::N),
+    range: Some(("listed_ms", ScalarKind::N)),
+    include: Some(SUMMARY),
+};
+/// Lists an agent's calls, newest first: `agent_key` (`<workspace>#<agent id>`) and
+/// `listed_ms`. Only heads carry them.
+pub const BY_AGENT: Index = Index {
+    name: "by-agent-listed",
     hash: ("agent_key", ScalarKind::S),
-    range: Some(("start_ms", ScalarKind::N)),
-    include: Some(&[
-        "call_id",
-        "id",
-        "operation",
-        "revision",
-        "end_ms",
-        "duration_ms",
-        "call_status",
-        "user_sentiment",
-        "created_at",
-    ]),
+    range: Some(("listed_ms", ScalarKind::N)),
+    include: Some(SUMMARY),
 };
 
 /// The Calls table.
 pub const CALLS: TableDef =
-    TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_AGENT_START], stream_new_images: true };
+    TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_WORKSPACE, BY_AGENT], stream_new_images: true };
 /// The Directory table.
 pub const DIRECTORY: TableDef = TableDef { logical_id: "DirectoryTable", indexes: &[], stream_new_images: false };
 
@@ -74,8 +89,11 @@ impl TableDef {
     pub fn key_attributes(&self) -> Vec<(&'static str, ScalarKind)> {
         let mut out = vec![(PK, ScalarKind::S), (SK, ScalarKind::S)];
         for index in self.indexes {
-            out.push(index.hash);
-            out.extend(index.range);
+            for key in std::iter::once(index.hash).chain(index.range) {
+                if !out.contains(&key) {
+                    out.push(key);
+                }
+            }
         }
         out
     }

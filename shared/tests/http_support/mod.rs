@@ -65,6 +65,29 @@ pub fn get_request(
     }
 }
 
+/// A request to a reader's `path` (`{name}` segments filled from `params`), with `auth`
+/// as the Authorization header.
+#[allow(dead_code)]
+pub fn read_request(
+    method: Method,
+    path: &str,
+    params: &[(&str, &str)],
+    auth: Option<&str>,
+    query: &[(&str, &str)],
+) -> Request<Body> {
+    let mut uri = path.to_owned();
+    for (name, value) in params {
+        uri = uri.replace(&format!("{{{name}}}"), value);
+    }
+    let mut builder = Request::builder().method(method).uri(uri);
+    if let Some(auth) = auth {
+        builder = builder.header("authorization", auth);
+    }
+    let query: HashMap<String, String> = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let params: HashMap<String, String> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    builder.body(Body::Empty).unwrap().with_query_string_parameters(query).with_path_parameters(params)
+}
+
 /// A POST to `operation`'s path with `auth` as the Authorization header.
 pub fn request(operation: Operation, auth: Option<&str>, query: &[(&str, &str)], body: &Value) -> Request<Body> {
     let path = match operation {

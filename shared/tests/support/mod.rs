@@ -17,6 +17,10 @@ use call_ingest::config::{dynamodb_client_with, Config};
 use call_ingest::http::App;
 use call_ingest::store::tables;
 
+/// The key test apps sign list cursors with.
+#[allow(dead_code)]
+pub const TEST_CURSOR_SECRET: &str = "test-cursor-secret-of-at-least-32-characters";
+
 struct Server {
     endpoint: String,
     _child: Mutex<Child>,
@@ -85,7 +89,8 @@ impl Tables {
         Tables { client, calls, directory }
     }
 
-    /// Configuration pointing at these tables; `extra` overrides other variables.
+    /// Configuration pointing at these tables (and signing cursors with
+    /// [`TEST_CURSOR_SECRET`]); `extra` overrides other variables.
     pub fn config(&self, extra: &[(&str, &str)]) -> Config {
         let calls = self.calls.clone();
         let directory = self.directory.clone();
@@ -93,7 +98,10 @@ impl Tables {
         Config::from_lookup(move |name| match name {
             "CALLS_TABLE" => Some(calls.clone()),
             "DIRECTORY_TABLE" => Some(directory.clone()),
-            _ => extra.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            _ => extra.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or_else(|| match name {
+                "CURSOR_SECRET" => Some(TEST_CURSOR_SECRET.to_owned()),
+                _ => None,
+            }),
         })
         .expect("test configuration")
     }

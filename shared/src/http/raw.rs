@@ -1,0 +1,49 @@
+//! A body byte for byte as it was received: `GET /api/v1/public/call/{id}/raw`, the
+//! current revision's, or `?revision=n` for an earlier one. Answered as
+//! `application/json` (every stored body was JSON), gzip-compressed when the client takes
+//! it: decompressed, the bytes are exactly the ones received (after the request's own
+//! `Content-Encoding` or API Gateway's base64 were undone).
+
+use lambda_http::http::Response;
+use lambda_http::{Body, Request, RequestExt};
+
+use super::logging::RequestLog;
+use super::reading::{admit, etag, locate, not_found, not_modified, path_id, read_problem, with_etag};
+use super::{respond, App, Endpoint};
+use crate::api::{Code, Problem, Violation};
+
+/// Answers a request to the raw reader.
+pub async fn answer(
+    app: &App,
+    request: &Request,
+    request_id: &str,
+    log: &mut RequestLog,
+) -> Result<Response<Body>, Problem> {
+    let (workspace_id, revision) = admit(app, Endpoint::GetRawCall, request, log, revision_param(request)).await?;
+    let id = path_id(request);
+    let call_id = locate(app, workspace_id, id).await?.ok_or_else(not_found)?;
+    let store = app.store();
+    let call = match revision {
+        Some(n) => store.get_call_at(workspace_id, &call_id, n).await,
+        None => store.get_call(workspace_id, &call_id, false).await,
+    }
+    .map_err(read_problem)?
+    .filter(|call| Some(call.id) == id)
+    .ok_or_else(not_found)?;
+    let etag = etag(&call, "-raw");
+    if let Some(response) = not_modified(request, &etag, request_id) {
+        return Ok(response);
+    }
+    Ok(with_etag(respond::encoded(200, call.current.raw, request.headers(), request_id)?, &etag))
+}
+
+/// The query's `revision`, if given: a positive integer.
+fn revision_param(request: &Request) -> Result<Option<u64>, Vec<Violation>> {
+    match request.query_string_parameters().first("revision") {
+        None => Ok(None),
+        Some(n) => match n.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(vec![Violation::new("/query/revision", Code::Type, "must be a positive integer")]),
+        },
+    }
+}

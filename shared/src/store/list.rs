@@ -1,0 +1,127 @@
+//! Listing a workspace's calls (or one agent's), newest first, a page per query.
+//!
+//! Both listing indexes are sorted by `listed_ms` (the call's start, else when it was first
+//! received); calls with the same `listed_ms` are told apart by their provider call id, so a
+//! page ends at a [`Position`] that the next page starts after. A call stored meanwhile
+//! is listed on a later page when it sorts after that position, and never twice.
+
+use serde::Serialize;
+
+use super::item::{call_pk, get_s, get_u64, n, s, Item, HEAD};
+use super::{tables, Store, StoreError};
+
+/// Most calls one page can hold.
+pub const MAX_PAGE: usize = 100;
+
+/// Which calls to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing<'a> {
+    pub workspace_id: u64,
+    /// The service's agent id, to list one agent's calls.
+    pub agent_id: Option<&'a str>,
+    /// `listed_ms` from and to, both included.
+    pub from_ms: u64,
+    pub to_ms: u64,
+    /// Where the previous page ended.
+    pub after: Option<Position>,
+    /// Calls on the page: 1 to [`MAX_PAGE`].
+    pub limit: usize,
+}
+
+/// A place in a listing: the last call of a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub listed_ms: u64,
+    pub call_id: String,
+}
+
+/// A line of a call listing: a summary, no transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallSummary {
+    pub id: u64,
+    pub call_id: String,
+    pub agent_id: String,
+    pub operation: String,
+    pub revision: u64,
+    /// What the listing is sorted by: the start, else when the call was first received.
+    pub listed_ms: u64,
+    pub start_ms: Option<u64>,
+    pub end_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub call_status: Option<String>,
+    pub user_sentiment: Option<String>,
+    pub created_at: u64,
+    pub updated_at: u64,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub calls: Vec<CallSummary>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<Position>,
+}
+
+impl Store {
+    /// A page of calls, newest first: one query of a listing index (eventually
+    /// consistent: a call stored a moment ago may not be listed yet).
+    pub async fn list_calls(&self, listing: &Listing<'_>) -> Result<Page, StoreError> {
+        let limit = listing.limit.clamp(1, MAX_PAGE);
+        let (index, hash) = match listing.agent_id {
+            Some(agent_id) => (tables::BY_AGENT, s(format!("{}#{agent_id}", listing.workspace_id))),
+            None => (tables::BY_WORKSPACE, n(listing.workspace_id)),
+        };
+        let mut request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index.name)
+            .key_condition_expression("#h = :h AND listed_ms BETWEEN :from AND :to")
+            .expression_attribute_names("#h", index.hash.0)
+            .expression_attribute_values(":h", hash.clone())
+            .expression_attribute_values(":from", n(listing.from_ms))
+            .expression_attribute_values(":to", n(listing.to_ms))
+            .scan_index_forward(false)
+            // One more than the page: whether there is a next page is known now, not after
+            // a query that finds nothing.
+            .limit(limit as i32 + 1);
+        if let Some(after) = &listing.after {
+            let mut start = Item::new();
+            start.insert(index.hash.0.to_owned(), hash);
+            start.insert("listed_ms".to_owned(), n(after.listed_ms));
+            start.insert("pk".to_owned(), s(call_pk(listing.workspace_id, &after.call_id)));
+            start.insert("sk".to_owned(), s(HEAD));
+            request = request.set_exclusive_start_key(Some(start));
+        }
+        let out = request.send().await.map_err(StoreError::from_sdk)?;
+        let mut calls: Vec<CallSummary> = out.items().iter().filter_map(summary).collect();
+        // More than a page, or a query that stopped at DynamoDB's 1 MB before the limit.
+        let more = calls.len() > limit || out.last_evaluated_key.is_some();
+        calls.truncate(limit);
+        let next = match more {
+            true => calls.last().map(|c| Position { listed_ms: c.listed_ms, call_id: c.call_id.clone() }),
+            false => None,
+        };
+        Ok(Page { calls, next })
+    }
+}
+
+/// The summary an index item holds.
+fn summary(item: &Item) -> Option<CallSummary> {
+    let text = |name: &str| get_s(item, name).map(str::to_owned);
+    Some(CallSummary {
+        id: get_u64(item, "id")?,
+        call_id: text("call_id")?,
+        agent_id: text("agent_id").unwrap_or_default(),
+        operation: text("operation").unwrap_or_default(),
+        revision: get_u64(item, "revision").unwrap_or(1),
+        listed_ms: get_u64(item, "listed_ms")?,
+        start_ms: get_u64(item, "start_ms"),
+        end_ms: get_u64(item, "end_ms"),
+        duration_ms: get_u64(item, "duration_ms"),
+        call_status: text("call_status"),
+        user_sentiment: text("user_sentiment"),
+        created_at: get_u64(item, "created_at").unwrap_or_default(),
+        updated_at: get_u64(item, "updated_at").unwrap_or_default(),
+    })
+}
