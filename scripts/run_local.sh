@@ -16,6 +16,8 @@ export AWS_REGION=${AWS_REGION:-us-east-1}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
 export CALLS_TABLE=${CALLS_TABLE:-calls} DIRECTORY_TABLE=${DIRECTORY_TABLE:-directory}
 export RUST_LOG=${RUST_LOG:-info}
+# The key list cursors are signed with: one for every instance (AWS: a generated secret).
+export CURSOR_SECRET=${CURSOR_SECRET:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
 target=${CARGO_TARGET_DIR:-target}
 
 if (exec 3<>"/dev/tcp/127.0.0.1/${DYNAMODB_PORT}") 2>/dev/null; then
@@ -30,7 +32,8 @@ for _ in $(seq 50); do
   sleep 0.2
 done
 
-cargo build --quiet -p callctl -p create-call -p send-call-data -p get-call
+# callctl and every function (one crate each under functions/).
+cargo build --quiet -p callctl $(for f in functions/*/; do printf -- '-p %s ' "$(basename "$f")"; done)
 callctl="${target}/debug/callctl"
 "$callctl" tables create
 .venv/bin/python scripts/dev_setup.py "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json

@@ -23,6 +23,9 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Every function: one crate each under functions/, named as its binary.
+FUNCTIONS = sorted(name for name in os.listdir(os.path.join(ROOT, "functions"))
+                   if os.path.isfile(os.path.join(ROOT, "functions", name, "Cargo.toml")))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import dev_setup  # noqa: E402
@@ -132,13 +135,15 @@ class Stack:
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb,
             "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
             "CALLS_TABLE": f"calls-{tag}", "DIRECTORY_TABLE": f"directory-{tag}",
+            "CURSOR_SECRET": self.env.get("CURSOR_SECRET") or os.urandom(32).hex(),
             "RUST_LOG": self.env.get("RUST_LOG", "warn"),
             "PATH": os.path.join(ROOT, ".venv", "bin") + os.pathsep + self.env.get("PATH", ""),
         })
         self.calls_table = self.env["CALLS_TABLE"]
         self.callctl = os.path.join(target_dir(), "debug", "callctl")
-        subprocess.run(["cargo", "build", "--quiet", "-p", "callctl", "-p", "callgen", "-p", "create-call", "-p", "get-call",
-                        "-p", "send-call-data"], cwd=ROOT, env=self.env, check=True, stdout=self.log, stderr=self.log)
+        packages = [arg for name in ["callctl", "callgen", *FUNCTIONS] for arg in ("-p", name)]
+        subprocess.run(["cargo", "build", "--quiet", *packages], cwd=ROOT, env=self.env, check=True, stdout=self.log,
+                       stderr=self.log)
         self.ctl("tables", "create")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -203,7 +208,7 @@ class Stack:
         """The processes of the function instances this stack's local API Gateway
         (scripts/front.py) started (its children; each instance is its own process)."""
         parent = str(self.watch.pid)
-        out = subprocess.run(["pgrep", "-P", parent, "-x", "create-call|send-call-data|get-call"], capture_output=True, text=True)
+        out = subprocess.run(["pgrep", "-P", parent, "-x", "|".join(FUNCTIONS)], capture_output=True, text=True)
         return [int(p) for p in out.stdout.split()]
 
     # clients -----------------------------------------------------------------------------

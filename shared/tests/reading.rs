@@ -180,7 +180,9 @@ async fn a_cursor_is_refused_for_another_workspace_agent_range_or_when_altered()
     // Workspace 2's own key with workspace 1's cursor: its calls have the same ids and
     // times, yet nothing is listed.
     refused(&list(&f, &f.key2, &[("workspace_id", "2"), ("cursor", &cursor)]).await);
-    refused(&list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "desk"), ("cursor", &cursor)]).await);
+    refused(
+        &list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "desk"), ("cursor", &cursor)]).await,
+    );
     refused(&list(&f, &f.key1, &[("workspace_id", "1"), ("started_from", "1000"), ("cursor", &cursor)]).await);
     let mut altered = cursor.clone().into_bytes();
     altered[3] = if altered[3] == b'A' { b'B' } else { b'A' };
@@ -257,11 +259,16 @@ async fn revisions_list_and_read_back_and_stay_in_their_workspace() {
     let stored = f.app.store().get_call(1, "rev", true).await.unwrap().unwrap();
     assert_eq!(listed[0]["digest"], stored.revisions[0].digest.as_str());
     assert_eq!(listed[2]["digest"], stored.current.digest.as_str());
-    assert!(listed.iter().all(|r| r["received_at"].as_str().unwrap().ends_with('Z') && r["raw_bytes"].as_u64() > Some(0)));
+    assert!(listed
+        .iter()
+        .all(|r| r["received_at"].as_str().unwrap().ends_with('Z') && r["raw_bytes"].as_u64() > Some(0)));
 
     let first = at(&f, Endpoint::CallRevisions, Method::GET, one, &[("id", &id), ("n", "1")], &f.key1).await;
     assert_eq!(first.status, 200);
-    assert_eq!((first.body["revision"].as_u64(), first.body["document"]["call"]["call_status"].as_str()), (Some(1), None));
+    assert_eq!(
+        (first.body["revision"].as_u64(), first.body["document"]["call"]["call_status"].as_str()),
+        (Some(1), None)
+    );
     let second = at(&f, Endpoint::CallRevisions, Method::GET, one, &[("id", &id), ("n", "2")], &f.key1).await;
     assert_eq!(second.body["document"]["call"]["call_status"], "ended");
     let etag = second.header("etag").unwrap().to_owned();
@@ -280,7 +287,10 @@ async fn revisions_list_and_read_back_and_stay_in_their_workspace() {
     for (path, params) in [(revisions, vec![("id", id.as_str())]), (one, vec![("id", id.as_str()), ("n", "1")])] {
         let theirs = at_with(&f, Endpoint::CallRevisions, Method::GET, path, &params, &f.key2, &q2).await;
         assert_eq!(theirs.status, 404);
-        assert_eq!((theirs.body["type"].clone(), theirs.body["detail"].clone()), (missing.body["type"].clone(), missing.body["detail"].clone()));
+        assert_eq!(
+            (theirs.body["type"].clone(), theirs.body["detail"].clone()),
+            (missing.body["type"].clone(), missing.body["detail"].clone())
+        );
         assert!(!theirs.body.to_string().contains("SECRET"));
     }
 }
@@ -363,7 +373,10 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     let reader = f.app.directory().create_api_key(1, "reader", Scopes::of([Scope::Read])).await.unwrap();
     let reader = format!("Bearer {}", reader.token);
     let denied = at(&f, Endpoint::EraseCall, Method::DELETE, CALL, &[("id", &id_text)], &reader).await;
-    assert_eq!((denied.status, denied.body["type"].as_str()), (403, Some("urn:call-ingest:problem:insufficient-scope")));
+    assert_eq!(
+        (denied.status, denied.body["type"].as_str()),
+        (403, Some("urn:call-ingest:problem:insufficient-scope"))
+    );
     assert!(denied.body["detail"].as_str().unwrap().contains("erase"));
     assert_eq!(items_of(&f.t.scan(&f.t.calls).await, "erase-me"), before);
 

@@ -97,7 +97,18 @@ fn functions_have_least_privilege_iam() {
     assert!(!text.contains("CrudPolicy"), "no *CrudPolicy");
     assert!(!text.contains("dynamodb:*"), "no wildcard actions");
     let t = template();
-    for function in ["CreateCallFunction", "SendCallDataFunction", "GetCallFunction"] {
+    let senders = ["CreateCallFunction", "SendCallDataFunction"];
+    let readers = ["GetCallFunction", "ListCallsFunction", "CallRevisionsFunction", "GetCallRawFunction"];
+    let functions: Vec<&str> = senders.iter().chain(&readers).copied().chain(["EraseCallFunction"]).collect();
+    let declared: Vec<&String> = t["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(declared.len(), functions.len(), "every function is checked here: {declared:?}");
+    for function in functions {
         let f = &t["Resources"][function]["Properties"];
         assert!(f["Policies"].is_array(), "{function} has explicit policies");
         for policy in f["Policies"].as_array().unwrap() {
@@ -105,9 +116,11 @@ fn functions_have_least_privilege_iam() {
                 let actions: Vec<&str> =
                     statement["Action"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
                 assert!(actions.iter().all(|a| !a.contains('*')), "{function}: wildcard action {actions:?}");
-                // BatchWriteItem and DeleteItem can delete calls.
-                for forbidden in ["dynamodb:BatchWriteItem", "dynamodb:DeleteItem"] {
-                    assert!(!actions.contains(&forbidden), "{function} may not have {forbidden}");
+                // BatchWriteItem and DeleteItem can delete calls: only the eraser may
+                // delete, one item at a time.
+                assert!(!actions.contains(&"dynamodb:BatchWriteItem"), "{function} may not BatchWriteItem");
+                if function != "EraseCallFunction" {
+                    assert!(!actions.contains(&"dynamodb:DeleteItem"), "{function} may not DeleteItem");
                 }
                 assert!(
                     statement["Resource"].as_str().is_none_or(|r| !r.contains('*')),
@@ -116,10 +129,8 @@ fn functions_have_least_privilege_iam() {
             }
         }
         assert_eq!(t["Resources"][function]["Metadata"]["BuildMethod"], "rust-cargolambda");
-        assert_eq!(
-            f["ReservedConcurrentExecutions"]["Ref"], "ReservedConcurrency",
-            "{function}: no reserved concurrency"
-        );
+        let reserved = if senders.contains(&function) { "ReservedConcurrency" } else { "ReaderReservedConcurrency" };
+        assert_eq!(f["ReservedConcurrentExecutions"]["Ref"], reserved, "{function}: no reserved concurrency");
         // The only directory write is the rate counters' UpdateItem, bound to their keys.
         let directory_writes: Vec<&Value> = f["Policies"][0]["Statement"]
             .as_array()
@@ -138,15 +149,24 @@ fn functions_have_least_privilege_iam() {
             "{function}: directory writes not bound to the rate counters"
         );
     }
-    // The reader cannot change a call.
+    // The readers cannot change a call; the eraser can only delete.
     let reads = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"];
-    for statement in t["Resources"]["GetCallFunction"]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
-        if statement["Sid"] != "CountRequests" {
-            for action in statement["Action"].as_array().unwrap() {
-                assert!(reads.contains(&action.as_str().unwrap()), "GetCallFunction may {action}");
+    for (function, allowed) in
+        readers.iter().map(|r| (*r, &[][..])).chain([("EraseCallFunction", &["dynamodb:DeleteItem"][..])])
+    {
+        for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
+            if statement["Sid"] != "CountRequests" {
+                for action in statement["Action"].as_array().unwrap() {
+                    let action = action.as_str().unwrap();
+                    assert!(reads.contains(&action) || allowed.contains(&action), "{function} may {action}");
+                }
             }
         }
     }
+    // Only the lister signs cursors, with a key generated at deploy time.
+    let lister = &t["Resources"]["ListCallsFunction"]["Properties"]["Environment"]["Variables"];
+    assert!(lister["CURSOR_SECRET"]["Fn::Sub"].as_str().unwrap().contains("resolve:secretsmanager:${CursorSecret}"));
+    assert_eq!(t["Resources"]["CursorSecret"]["Properties"]["GenerateSecretString"]["PasswordLength"], 64);
     assert_eq!(
         t["Globals"]["Function"]["Environment"]["Variables"]["RATE_LIMIT_PER_SECOND"]["Ref"],
         "RateLimitPerSecond"

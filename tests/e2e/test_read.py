@@ -50,7 +50,7 @@ def test_a_stored_call_reads_back_by_provider_call_id_and_by_id(stack):
     assert by_id.headers["etag"] == by_provider.headers["etag"]
     # Other methods on the paths: 405 with what they serve.
     put = request("PUT", f"{stack.url}/api/v1/public/call/{call_id}?workspace_id={ws(stack)}", b"{}", stack.auth())
-    assert (put.status, put.headers.get("allow")) == (405, "GET")
+    assert (put.status, put.headers.get("allow")) == (405, "GET, DELETE")
     put = request("PUT", f"{stack.url}/api/v1/public/call", b"{}", stack.auth())
     assert (put.status, put.headers.get("allow")) == (405, "GET, POST")
 

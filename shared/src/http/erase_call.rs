@@ -34,12 +34,13 @@ pub async fn answer(
     let (workspace_id, ()) = admit(app, Endpoint::EraseCall, request, log, Ok(())).await?;
     let id = path_id(request);
     let removed = match (locate(app, workspace_id, id).await?, id) {
-        (Some(call_id), Some(id)) => app
-            .store()
-            .erase_call(workspace_id, &call_id, id)
-            .await
-            .map_err(|e| storage_problem(e, "the call could not be erased"))?
-            .items,
+        (Some(call_id), Some(id)) => {
+            app.store()
+                .erase_call(workspace_id, &call_id, id)
+                .await
+                .map_err(|e| storage_problem(e, "the call could not be erased"))?
+                .items
+        }
         _ => 0,
     };
     if removed > 0 {

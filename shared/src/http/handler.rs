@@ -255,9 +255,8 @@ pub(super) fn workspace_param(request: &Request) -> Result<u64, Violation> {
 /// of 1 to 200 characters.
 fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
     let workspace = workspace_param(request);
-    let remote = remote_id_param(request).and_then(|r| {
-        r.ok_or_else(|| Violation::new("/query/agent_remote_identifier", Code::Required, "is required"))
-    });
+    let remote = remote_id_param(request)
+        .and_then(|r| r.ok_or_else(|| Violation::new("/query/agent_remote_identifier", Code::Required, "is required")));
     match (workspace, remote) {
         (Ok(w), Ok(r)) => Ok((w, r)),
         (w, r) => Err(w.err().into_iter().chain(r.err()).collect()),

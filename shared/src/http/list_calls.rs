@@ -185,13 +185,7 @@ fn params(request: &Request) -> Result<Params, Vec<Violation>> {
     // Checked once the listing is known (400 when it is not one this listing issued).
     let cursor = query.first("cursor").map(str::to_owned);
     match errors.is_empty() {
-        true => Ok(Params {
-            remote_id,
-            from_ms,
-            to_ms: before.map_or(u64::MAX, |b| b - 1),
-            limit,
-            cursor,
-        }),
+        true => Ok(Params { remote_id, from_ms, to_ms: before.map_or(u64::MAX, |b| b - 1), limit, cursor }),
         false => Err(errors),
     }
 }

@@ -67,9 +67,8 @@ impl Store {
         match request.send().await {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(se)) => match se.into_err() {
-                DeleteItemError::ConditionalCheckFailedException(_) | DeleteItemError::TransactionConflictException(_) => {
-                    Ok(false)
-                }
+                DeleteItemError::ConditionalCheckFailedException(_)
+                | DeleteItemError::TransactionConflictException(_) => Ok(false),
                 other => Err(StoreError::from_service(&other)),
             },
             Err(e) => Err(StoreError::from_sdk(e)),

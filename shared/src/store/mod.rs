@@ -38,8 +38,8 @@ use ids::IdBlocks;
 use item::{get_u64, s, Item, HEAD};
 use submission::{id_and_revision, Submission};
 
-pub use error::{cancellation_codes, StoreError};
 pub use erase::Erased;
+pub use error::{cancellation_codes, StoreError};
 pub use list::{CallSummary, Listing, Page, Position};
 pub use read::{RevisionInfo, StoredCall, StoredRevision};
 pub use submission::dynamodb_number;

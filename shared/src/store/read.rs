@@ -169,7 +169,12 @@ impl Store {
             _ => {
                 let range = SortKeys::Between(revision_sk(1), revision_sk(latest - 1));
                 // Not their content: the read costs the same, but nothing large travels.
-                self.query(&pk, range, Some(&["revision", "digest", "updated_at", "agent_id", "operation", "raw_bytes"])).await?
+                self.query(
+                    &pk,
+                    range,
+                    Some(&["revision", "digest", "updated_at", "agent_id", "operation", "raw_bytes"]),
+                )
+                .await?
             }
         };
         items.push(head);
