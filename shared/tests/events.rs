@@ -112,6 +112,13 @@ async fn every_event_file_gives_its_documented_status() {
         ("get-call/by-provider-call-id.json", Endpoint::GetCall, 200),
         ("get-call/by-id-missing.json", Endpoint::GetCall, 404),
         ("get-call/missing-credential.json", Endpoint::GetCall, 401),
+        ("list-calls/page.json", Endpoint::ListCalls, 200),
+        ("list-calls/forged-cursor.json", Endpoint::ListCalls, 400),
+        ("call-revisions/list.json", Endpoint::CallRevisions, 200),
+        ("call-revisions/first.json", Endpoint::CallRevisions, 200),
+        ("get-call-raw/current.json", Endpoint::GetRawCall, 200),
+        ("erase-call/missing-credential.json", Endpoint::EraseCall, 401),
+        ("erase-call/erase.json", Endpoint::EraseCall, 200),
     ];
     let mut ids = std::collections::HashMap::new();
     for (file, op, status) in cases {
@@ -119,11 +126,36 @@ async fn every_event_file_gives_its_documented_status() {
         assert_eq!(a.status, status, "{file}: {}", a.body);
         assert_eq!(a.header("x-request-id"), Some("invocation-of-test"), "{file}: X-Request-Id");
         assert_eq!(a.header("cache-control"), Some("no-store"), "{file}");
-        if file == "get-call/by-provider-call-id.json" {
-            assert_eq!(a.header("content-encoding"), Some("gzip"), "it takes gzip");
-            assert_eq!(a.body["document"]["call"]["call_id"], "evt-call-0001");
-            assert_eq!(Some(&a.body["id"]), ids.get(&Some(serde_json::json!("evt-call-0001"))));
-            continue;
+        // The reading events name call 1: the first call the events store.
+        let first = Some(serde_json::json!("evt-call-0001"));
+        match file {
+            "get-call/by-provider-call-id.json" | "call-revisions/first.json" => {
+                assert_eq!(a.header("content-encoding"), Some("gzip"), "it takes gzip");
+                assert_eq!(a.body["document"]["call"]["call_id"], "evt-call-0001");
+                assert_eq!(Some(&a.body["id"]), ids.get(&first));
+                assert_eq!(a.body["id"], 1);
+                continue;
+            }
+            "list-calls/page.json" => {
+                let listed: Vec<&str> =
+                    a.body["calls"].as_array().unwrap().iter().map(|c| c["provider_call_id"].as_str().unwrap()).collect();
+                assert!(listed.contains(&"evt-call-0001") && listed.contains(&"evt-a-0001"), "{listed:?}");
+                continue;
+            }
+            "call-revisions/list.json" => {
+                assert_eq!(a.body["revisions"].as_array().unwrap().len(), 1, "the replay wrote no revision");
+                continue;
+            }
+            "get-call-raw/current.json" => {
+                assert_eq!(a.body["call_id"], "evt-call-0001", "the body as sent");
+                continue;
+            }
+            "erase-call/erase.json" => {
+                assert_eq!((a.body["id"].as_u64(), a.body["erased"].as_bool()), (Some(1), Some(true)));
+                assert!(app.store().get_call(1, "evt-call-0001", false).await.unwrap().is_none());
+                continue;
+            }
+            _ => {}
         }
         let id = a.body.get("id").or_else(|| a.body.get("serviceCallId")).cloned();
         if let Some(id) = id {
@@ -133,8 +165,8 @@ async fn every_event_file_gives_its_documented_status() {
             }
         }
     }
-    let stored = app.store().get_call(1, "evt-call-0001", true).await.unwrap().unwrap();
-    assert!(stored.revisions.is_empty(), "a replay in another key order is not a new revision");
+    let stored = app.store().get_call(1, "evt-call-rest-0001", true).await.unwrap().unwrap();
+    assert!(stored.revisions.is_empty());
     assert_eq!(stored.current.document_value()["call"]["user_sentiment"], "positive");
     t.delete().await;
 }
