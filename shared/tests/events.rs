@@ -137,8 +137,12 @@ async fn every_event_file_gives_its_documented_status() {
                 continue;
             }
             "list-calls/page.json" => {
-                let listed: Vec<&str> =
-                    a.body["calls"].as_array().unwrap().iter().map(|c| c["provider_call_id"].as_str().unwrap()).collect();
+                let listed: Vec<&str> = a.body["calls"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["provider_call_id"].as_str().unwrap())
+                    .collect();
                 assert!(listed.contains(&"evt-call-0001") && listed.contains(&"evt-a-0001"), "{listed:?}");
                 continue;
             }

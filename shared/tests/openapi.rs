@@ -312,3 +312,55 @@ fn reading_a_call_is_documented_with_every_status_it_answers() {
     let by_id = &doc["paths"]["/api/v1/public/call/{id}"]["get"]["responses"];
     assert!(by_id.get("405").is_some(), "the 405 of the other methods");
 }
+
+#[test]
+fn every_reading_endpoint_is_documented_with_its_statuses_and_headers() {
+    let doc = document();
+    let operations = [
+        ("/api/v1/public/call/{id}", "get", "getCall"),
+        ("/api/v1/public/call/{id}", "delete", "eraseCall"),
+        ("/api/v1/public/calls", "get", "listCalls"),
+        ("/api/v1/public/call/{id}/revisions", "get", "listCallRevisions"),
+        ("/api/v1/public/call/{id}/revisions/{n}", "get", "getCallRevision"),
+        ("/api/v1/public/call/{id}/raw", "get", "getCallRaw"),
+    ];
+    for (path, method, id) in operations {
+        let operation = &resolve(&doc, &doc["paths"][path])[method];
+        assert_eq!(operation["operationId"], id, "{path} {method}");
+        let responses = operation["responses"].as_object().unwrap_or_else(|| panic!("{id}: no responses"));
+        for status in ["200", "401", "403", "422", "429", "500", "503"] {
+            assert!(responses.contains_key(status), "{id}: {status} undocumented");
+        }
+        for (status, response) in responses {
+            let response = resolve(&doc, response);
+            let mut required = vec!["X-Request-Id"];
+            match status.as_str() {
+                "401" => required.push("WWW-Authenticate"),
+                "405" => required.push("Allow"),
+                "503" => required.push("Retry-After"),
+                _ => {}
+            }
+            for header in required {
+                assert!(response["headers"].get(header).is_some(), "{id} {status}: header {header}");
+            }
+            if status.starts_with('4') || status.starts_with('5') {
+                assert!(response["content"]["application/problem+json"].get("schema").is_some(), "{id} {status}");
+            }
+        }
+        let params: Vec<String> = operation["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| resolve(&doc, p)["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert!(params.contains(&"workspace_id".to_owned()), "{id}: workspace_id");
+        for segment in path.split('/').filter_map(|s| s.strip_prefix('{')?.strip_suffix('}')) {
+            assert!(params.contains(&segment.to_owned()), "{id}: path parameter {segment}");
+        }
+    }
+    let list = &doc["paths"]["/api/v1/public/calls"]["get"];
+    assert!(resolve(&doc, &list["responses"]["400"])["content"]["application/problem+json"]["example"]["type"]
+        .as_str()
+        .unwrap()
+        .ends_with("invalid-cursor"));
+}

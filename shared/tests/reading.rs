@@ -435,3 +435,34 @@ async fn each_reader_needs_its_scope_and_answers_405_with_its_allow() {
     }
     assert_eq!(at(&f, Endpoint::GetCall, Method::GET, CALL, &[("id", &id)], &sender).await.status, 403);
 }
+
+/// The keys of a JSON object.
+fn keys(v: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = v.as_object().unwrap_or_else(|| panic!("an object: {v}")).keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn the_documented_examples_have_the_fields_the_handlers_answer() {
+    let f = fixture().await;
+    let mut body = call_at("doc", 1_763_700_000);
+    body["call_status"] = json!("ended");
+    body["user_sentiment"] = json!("Positive");
+    let id = post_as(&f, &f.key1, "1", "desk", &body).await.to_string();
+    let text = std::fs::read_to_string(support::root().join("openapi.yaml")).unwrap();
+    let doc: Value = serde_norway::from_str(&text).unwrap();
+    let example = |name: &str| doc["components"]["responses"][name]["content"]["application/json"]["example"].clone();
+
+    let listed = list(&f, &f.key1, &[("workspace_id", "1")]).await.body;
+    assert_eq!(keys(&listed), keys(&example("ListCallsOk")));
+    assert_eq!(keys(&listed["calls"][0]), keys(&example("ListCallsOk")["calls"][0]));
+    let revisions = "/api/v1/public/call/{id}/revisions";
+    let a = at(&f, Endpoint::CallRevisions, Method::GET, revisions, &[("id", &id)], &f.key1).await.body;
+    assert_eq!(keys(&a), keys(&example("RevisionsOk")));
+    assert_eq!(keys(&a["revisions"][0]), keys(&example("RevisionsOk")["revisions"][0]));
+    let got = at(&f, Endpoint::GetCall, Method::GET, CALL, &[("id", &id)], &f.key1).await.body;
+    assert_eq!(keys(&got), keys(&example("GetCallOk")));
+    let erased = at(&f, Endpoint::EraseCall, Method::DELETE, CALL, &[("id", &id)], &f.key1).await.body;
+    assert_eq!(keys(&erased), keys(&example("EraseCallOk")));
+}
