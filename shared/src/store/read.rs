@@ -75,7 +75,9 @@ impl Store {
         let Some(head) = self.head(&pk).await? else {
             return Ok(None);
         };
-        let current = self.revision(&pk, &head).await?;
+        let Some(current) = self.decode_unless_erased(&pk, &head, &head).await? else {
+            return Ok(None);
+        };
         let mut revisions = Vec::new();
         if with_revisions && current.revision > 1 {
             // Exactly the revisions before this head: each was written with (or before) the
@@ -137,17 +139,24 @@ impl Store {
             r if r == latest => &head,
             r if (1..latest).contains(&r) => {
                 // Written with the head that replaced it, and never changed since.
-                earlier = self
-                    .item(&pk, &revision_sk(r))
-                    .await?
-                    .ok_or_else(|| StoreError::Internal(format!("revision {r} of {latest} is missing")))?;
+                earlier = match self.item(&pk, &revision_sk(r)).await? {
+                    Some(item) => item,
+                    // Erased since the head was read (revisions go before the head).
+                    None if self.head(&pk).await?.is_none_or(|now| get_u64(&now, "id") != get_u64(&head, "id")) => {
+                        return Ok(None)
+                    }
+                    None => return Err(StoreError::Internal(format!("revision {r} of {latest} is missing"))),
+                };
                 &earlier
             }
             _ => return Ok(None),
         };
-        let current = self.revision(&pk, item).await?;
+        let Some(current) = self.decode_unless_erased(&pk, item, &head).await? else {
+            return Ok(None);
+        };
         Ok(Some(StoredCall {
             agent_id: get_s(item, "agent_id").unwrap_or_default().to_owned(),
+            operation: get_s(item, "operation").unwrap_or_default().to_owned(),
             ..call_of(workspace_id, call_id, &head, current)
         }))
     }
@@ -188,6 +197,27 @@ impl Store {
         };
         let id = items.last().and_then(|h| get_u64(h, "id")).unwrap_or_default();
         Ok(Some((id, items.iter().map(info).collect())))
+    }
+
+    /// Decodes `item` (the head, or a revision of it); `None` when its parts are gone
+    /// because the call was erased meanwhile (an erase removes chunks and revisions before
+    /// the head: the head read a moment ago is gone or no longer the same).
+    async fn decode_unless_erased(
+        &self,
+        pk: &str,
+        item: &Item,
+        head: &Item,
+    ) -> Result<Option<StoredRevision>, StoreError> {
+        match self.revision(pk, item).await {
+            Ok(revision) => Ok(Some(revision)),
+            Err(e) => {
+                let same = |now: &Item| ["id", "revision"].iter().all(|k| get_u64(now, k) == get_u64(head, k));
+                match self.head(pk).await? {
+                    Some(now) if same(&now) => Err(e),
+                    _ => Ok(None),
+                }
+            }
+        }
     }
 
     /// Decodes a head or revision item, fetching its chunks when it has them.

@@ -14,7 +14,13 @@ impl Store {
     pub(super) async fn revise(&self, sub: &Submission, old: &Item) -> Result<Option<Stored>, StoreError> {
         let (id, revision) = id_and_revision(old)?;
         let created_at = old.get("created_at").cloned().unwrap_or_else(|| n(now_ms()));
-        let head = sub.head(id, revision + 1, &created_at);
+        let mut head = sub.head(id, revision + 1, &created_at);
+        // A call keeps its place in the listings (its first start, else when it was first
+        // received): one that moved while a client pages through would be listed twice,
+        // or skipped.
+        if let Some(listed) = old.get("listed_ms") {
+            head.insert("listed_ms".into(), listed.clone());
+        }
         let mut kept = old.clone();
         kept.insert("sk".into(), s(revision_sk(revision)));
         // Only heads are indexed (found by id, listed).
