@@ -481,3 +481,26 @@ async fn the_documented_examples_have_the_fields_the_handlers_answer() {
     let erased = at(&f, Endpoint::EraseCall, Method::DELETE, CALL, &[("id", &id)], &f.key1).await.body;
     assert_eq!(keys(&erased), keys(&example("EraseCallOk")));
 }
+
+#[tokio::test]
+async fn calls_stored_before_the_listing_indexes_are_listed_after_a_reindex() {
+    let f = fixture().await;
+    post_as(&f, &f.key1, "1", "desk", &call_at("old-1", 1_763_700_000)).await;
+    post_as(&f, &f.key1, "1", "desk", &call_at("new-1", 1_763_700_100)).await;
+    // As a head written before this version: no listing attributes.
+    f.t.client
+        .update_item()
+        .table_name(&f.t.calls)
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("CALL#1#old-1".into()))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("HEAD".into()))
+        .update_expression("REMOVE listed_ws, listed_ms, agent_key")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ids(&list(&f, &f.key1, &[("workspace_id", "1")]).await), ["new-1"]);
+    assert_eq!(f.app.store().reindex().await.unwrap(), 1);
+    assert_eq!(ids(&list(&f, &f.key1, &[("workspace_id", "1")]).await), ["new-1", "old-1"]);
+    let desk = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+    assert_eq!(ids(&list(&f, &f.key1, &desk).await), ["new-1", "old-1"]);
+    assert_eq!(f.app.store().reindex().await.unwrap(), 0, "idempotent");
+}

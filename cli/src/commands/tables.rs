@@ -1,4 +1,5 @@
-//! `callctl tables create`: both tables, from the one definition in the shared crate.
+//! `callctl tables create`: both tables, from the one definition in the shared crate;
+//! `callctl tables reindex`: calls stored before the listing indexes, listed.
 
 use anyhow::Context;
 use call_ingest::http::App;
@@ -13,6 +14,9 @@ pub enum Command {
     /// Creates the Calls and Directory tables (named by CALLS_TABLE and DIRECTORY_TABLE)
     /// unless they exist; safe to run again.
     Create,
+    /// Lists calls stored before the listing indexes existed (sets their listing
+    /// attributes); safe to run again.
+    Reindex,
 }
 
 impl Command {
@@ -31,6 +35,12 @@ impl Command {
                         app.config.calls_table, app.config.directory_table
                     )
                 })?;
+                Ok(())
+            }
+            Command::Reindex => {
+                let updated = app.store().reindex().await.context("cannot reindex the calls")?;
+                let value = json!({"table": app.config.calls_table, "reindexed": updated});
+                out.show(&value, || format!("calls listed anew: {updated}\n"))?;
                 Ok(())
             }
         }

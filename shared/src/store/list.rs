@@ -125,3 +125,67 @@ fn summary(item: &Item) -> Option<CallSummary> {
         updated_at: get_u64(item, "updated_at").unwrap_or_default(),
     })
 }
+
+impl Store {
+    /// Puts every head stored before the listing indexes existed into them: sets
+    /// `listed_ws`, `listed_ms` (its start, else when it was first received) and
+    /// `agent_key` on each head that lacks `listed_ws`, unless the head changed meanwhile
+    /// (a new head has them already). Idempotent. Answers how many heads it updated.
+    pub async fn reindex(&self) -> Result<usize, StoreError> {
+        let mut updated = 0;
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :head AND attribute_not_exists(listed_ws)")
+                .expression_attribute_values(":head", s(HEAD))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            for head in out.items() {
+                updated += usize::from(self.index_head(head).await?);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(updated);
+            }
+        }
+    }
+
+    async fn index_head(&self, head: &Item) -> Result<bool, StoreError> {
+        let (Some(pk), Some(agent_id), Some(revision)) =
+            (get_s(head, "pk"), get_s(head, "agent_id"), get_u64(head, "revision"))
+        else {
+            return Ok(false);
+        };
+        let Some((workspace_id, _)) = super::item::parse_call_pk(pk) else {
+            return Ok(false);
+        };
+        let Some(listed_ms) = get_u64(head, "start_ms").or_else(|| get_u64(head, "created_at")) else {
+            return Ok(false);
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(HEAD))
+            .update_expression("SET listed_ws = :ws, listed_ms = :ms, agent_key = :agent")
+            .condition_expression("#revision = :revision AND attribute_not_exists(listed_ws)")
+            .expression_attribute_names("#revision", "revision")
+            .expression_attribute_values(":revision", n(revision))
+            .expression_attribute_values(":ws", n(workspace_id))
+            .expression_attribute_values(":ms", n(listed_ms))
+            .expression_attribute_values(":agent", s(format!("{workspace_id}#{agent_id}")))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
+}
