@@ -348,3 +348,40 @@ async fn a_5xx_without_a_known_code_is_try_again() {
     assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
     t.delete().await;
 }
+
+#[tokio::test]
+async fn a_late_copy_of_an_erases_delete_never_removes_a_revision_of_the_call_stored_after_it() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (a, raw_a) = call_with("reused", |_| {});
+    let (b, raw_b) = call_with("reused", |b| b["call_status"] = json!("ended"));
+    let first = store.put_call(OWNER, &a, &raw_a).await.unwrap();
+    store.put_call(OWNER, &b, &raw_b).await.unwrap();
+    // The erase's delete of revision 1 gets no reply (the SDK sends it again) and arrives
+    // again two seconds later, after the call was stored anew and revised.
+    let rule = t.fault(json!({"op": "DeleteItem", "fault": "late", "contains": "REV#0000000001", "seconds": 2.0}));
+    let erased = store.erase_call(1, "reused", first.id).await.unwrap();
+    assert_eq!(erased.items, 2, "the head and revision 1");
+    let again = store.put_call(OWNER, &a, &raw_a).await.unwrap();
+    assert!(again.is_new() && again.id != first.id);
+    store.put_call(OWNER, &b, &raw_b).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    assert_eq!(t.fired(rule), 1);
+    let back = store.get_call(1, "reused", true).await.unwrap().unwrap();
+    assert_eq!((back.id, back.current.revision, back.revisions.len()), (again.id, 2, 1), "revision 1 is still there");
+    assert_eq!(back.revisions[0].raw, raw_a);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn an_erase_whose_head_delete_lost_its_reply_still_says_it_erased() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (a, raw_a) = call_with("lost-erase", |_| {});
+    let stored = store.put_call(OWNER, &a, &raw_a).await.unwrap();
+    t.fault(json!({"op": "DeleteItem", "fault": "lost_reply", "contains": "HEAD"}));
+    let erased = store.erase_call(1, "lost-erase", stored.id).await.unwrap();
+    assert_eq!(erased.items, 1, "applied, then its retry found nothing: erased all the same");
+    assert!(store.get_call(1, "lost-erase", false).await.unwrap().is_none());
+    t.delete().await;
+}
