@@ -291,3 +291,73 @@ async fn a_58_mb_call_reads_back_whole_compressed_and_is_refused_uncompressed_wi
     assert_eq!((plain.status, plain.body["type"].as_str()), (406, Some("urn:call-ingest:problem:too-large-to-answer")));
     assert!(plain.body["detail"].as_str().unwrap().contains("Accept-Encoding: gzip"), "{}", plain.body);
 }
+
+/// Reads a whole answer of `path` through byte ranges, checking each part fits Lambda's
+/// answer; answers the bytes and how many parts it took.
+async fn read_in_ranges(
+    f: &Fixture,
+    endpoint: Endpoint,
+    request: impl Fn() -> lambda_http::Request,
+) -> (Vec<u8>, usize) {
+    let mut whole = Vec::new();
+    let mut parts = 0;
+    loop {
+        let mut r = request();
+        r.headers_mut().insert("range", format!("bytes={}-", whole.len()).parse().unwrap());
+        let response = call_ingest::http::handle(&f.app, endpoint, r).await;
+        assert_eq!(response.status(), 206);
+        assert!(response.headers().get("content-encoding").is_none(), "ranges are of the identity bytes");
+        assert!(response.body().len().div_ceil(3) * 4 < 6 * 1024 * 1024 - 4096, "a part fits Lambda's answer");
+        let range = response.headers()["content-range"].to_str().unwrap().to_owned();
+        let (span, total) = range.strip_prefix("bytes ").unwrap().split_once('/').unwrap();
+        let (first, last) = span.split_once('-').unwrap();
+        assert_eq!(first.parse::<usize>().unwrap(), whole.len());
+        whole.extend_from_slice(response.body());
+        parts += 1;
+        assert_eq!(last.parse::<usize>().unwrap() + 1, whole.len());
+        if whole.len() == total.parse::<usize>().unwrap() {
+            return (whole, parts);
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_largest_calls_read_back_whole_in_byte_ranges() {
+    let f = fixture().await;
+    // About 26 MB of JSON: it gets in zstd-compressed; its answer does not fit one Lambda
+    // response even gzip-compressed.
+    let body = callgen::create_call(&callgen::Options {
+        size: callgen::Size::Bytes(26_000_000),
+        seed: 26,
+        call_id: Some("huge-read".into()),
+    });
+    let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    encoder.window_log(25).unwrap();
+    encoder.long_distance_matching(true).unwrap();
+    std::io::Write::write_all(&mut encoder, &body).unwrap();
+    let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+    let mut r = request(Operation::CreateCall, Some(&f.key1), &q, &Value::Null);
+    *r.body_mut() = lambda_http::Body::Binary(encoder.finish().unwrap());
+    r.headers_mut().insert("content-encoding", "zstd".parse().unwrap());
+    let created = send(&f.app, Operation::CreateCall, r).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_u64().unwrap().to_string();
+
+    let q = [("workspace_id", "1")];
+    let whole = get(&f, &f.key1, Some(&id), &q, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(whole.status, 406);
+    assert!(whole.body["detail"].as_str().unwrap().contains("Range: bytes=0-"), "{}", whole.body);
+
+    let by_id = || get_request(Some(&id), Some(&f.key1), &q, &[("accept-encoding", "gzip")]);
+    let (bytes, parts) = read_in_ranges(&f, Endpoint::GetCall, by_id).await;
+    assert!(parts >= 9, "{parts} parts of at most 3 MiB");
+    let answer: Value = serde_json::from_slice(&bytes).unwrap();
+    let stored = f.app.store().get_call(1, "huge-read", false).await.unwrap().unwrap();
+    assert_eq!(answer["document"], stored.current.document_value(), "the whole document");
+
+    let raw = || {
+        read_request(lambda_http::http::Method::GET, "/api/v1/public/call/{id}/raw", &[("id", &id)], Some(&f.key1), &q)
+    };
+    let (bytes, _) = read_in_ranges(&f, Endpoint::GetRawCall, raw).await;
+    assert!(bytes == body, "the raw body, byte for byte");
+}

@@ -147,7 +147,7 @@ async fn pages_list_every_call_once_newest_first_while_calls_arrive() {
     for old in arrived.iter().filter(|id| id.starts_with("late-old-")) {
         assert!(unique.contains(old.as_str()), "{old} arrived behind the listing's position and was skipped");
     }
-    let starts: Vec<&str> = listed.iter().map(|c| c["started_at"].as_str().unwrap()).collect();
+    let starts: Vec<&str> = listed.iter().map(|c| c["listed_at"].as_str().unwrap()).collect();
     assert!(starts.windows(2).all(|w| w[0] >= w[1]), "newest first: {starts:?}");
     // Summaries only.
     let first = &listed[0];
@@ -231,6 +231,8 @@ async fn listings_filter_by_agent_and_start_and_list_calls_without_a_start_by_ar
         assert_eq!(a.body["operation"], operation, "revision {n}");
     }
     assert_eq!(all.body["calls"][0]["started_at"], "2025-11-20T00:53:20Z", "its start, as now known");
+    assert!(all.body["calls"][0]["listed_at"].as_str().unwrap() > "2026", "still placed by when it was received");
+    assert_eq!(all.body["calls"][1]["listed_at"], all.body["calls"][1]["started_at"]);
     assert_eq!(all.body["next_cursor"], Value::Null);
     let desk = list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "desk")]).await;
     assert_eq!(ids(&desk), ["no-start", "d-2", "d-1"]);
@@ -250,7 +252,11 @@ async fn listings_filter_by_agent_and_start_and_list_calls_without_a_start_by_ar
     assert_eq!(list(&f, &f.key1, &backwards).await.status, 422);
     let unknown = list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "nobody")]).await;
     assert_eq!((unknown.status, unknown.body["type"].as_str()), (404, Some("urn:call-ingest:problem:agent-not-found")));
-    // Another workspace's agent is not found either; its workspace is not ours (403).
+    // An agent only another workspace has is not found either.
+    f.app.directory().create_agent(2, "theirs-only", None, None).await.unwrap();
+    let theirs = list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "theirs-only")]).await;
+    assert_eq!((theirs.status, theirs.body["detail"].clone()), (unknown.status, unknown.body["detail"].clone()));
+    // Another workspace's listing is not ours to read (403).
     assert_eq!(list(&f, &f.key2, &[("workspace_id", "1")]).await.status, 403);
     assert_eq!(list(&f, &f.key1, &[]).await.status, 422);
 }
@@ -332,7 +338,7 @@ async fn the_raw_body_comes_back_byte_for_byte_per_revision() {
     }
     let id = id.to_string();
     let raw = "/api/v1/public/call/{id}/raw";
-    let fetch = |query: Vec<(&'static str, &'static str)>, key: String, headers: Vec<(&'static str, &'static str)>| {
+    let fetch = |query: Vec<(&'static str, &'static str)>, key: String, headers: Vec<(&'static str, String)>| {
         let id = id.clone();
         let app = &f.app;
         async move {
@@ -351,8 +357,24 @@ async fn the_raw_body_comes_back_byte_for_byte_per_revision() {
     assert_eq!(earlier.body().as_ref(), &first[..], "byte for byte, whitespace and escapes as sent");
     let etag = earlier.headers()["etag"].to_str().unwrap().to_owned();
     assert!(etag.ends_with("-raw\""), "{etag}");
-    let cached = fetch(vec![("workspace_id", "1"), ("revision", "1")], f.key1.clone(), vec![]).await;
-    assert_eq!(cached.headers()["etag"], etag.as_str());
+    let cached =
+        fetch(vec![("workspace_id", "1"), ("revision", "1")], f.key1.clone(), vec![("if-none-match", etag.clone())])
+            .await;
+    assert_eq!((cached.status().as_u16(), cached.headers()["etag"].to_str().unwrap()), (304, etag.as_str()));
+    let other_revision =
+        fetch(vec![("workspace_id", "1")], f.key1.clone(), vec![("if-none-match", etag.clone())]).await;
+    assert_eq!(other_revision.status(), 200, "revision 2's body is another representation");
+    // The document's tag is not the raw body's.
+    let q = [("workspace_id", "1")];
+    let mut r = read_request(
+        Method::GET,
+        "/api/v1/public/call/{id}/revisions/{n}",
+        &[("id", &id), ("n", "1")],
+        Some(&f.key1),
+        &q,
+    );
+    r.headers_mut().insert("if-none-match", etag.parse().unwrap());
+    assert_eq!(send(&f.app, Endpoint::CallRevisions, r).await.status, 200);
     assert_eq!(fetch(vec![("workspace_id", "1"), ("revision", "3")], f.key1.clone(), vec![]).await.status(), 404);
     assert_eq!(fetch(vec![("workspace_id", "1"), ("revision", "zero")], f.key1.clone(), vec![]).await.status(), 422);
     let theirs = fetch(vec![("workspace_id", "2")], f.key2.clone(), vec![]).await;

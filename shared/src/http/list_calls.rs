@@ -1,8 +1,8 @@
 //! Listing a workspace's calls: `GET /api/v1/public/calls?workspace_id=…`, newest first by
-//! start (a call without a start time by when it was first received), optionally one
-//! agent's (`agent_remote_identifier`) and within a start range (`started_from` included,
-//! `started_before` not), `limit` calls a page (1 to 100, default 50) and a signed `cursor`
-//! for the next page (`next_cursor`).
+//! their place (`listed_at`: the start a call was first stored with, else when it was first
+//! received), optionally one agent's (`agent_remote_identifier`) and within a range of
+//! places (`started_from` included, `started_before` not), `limit` calls a page (1 to 100,
+//! default 50) and a signed `cursor` for the next page (`next_cursor`).
 
 use std::collections::HashMap;
 
@@ -43,6 +43,9 @@ struct SummaryBody<'a> {
     agent_remote_identifier: Option<&'a str>,
     operation: &'a str,
     revision: u64,
+    /// Its place in the listing, which the start filters apply to: its start when it was
+    /// first stored, else when it was first received. RFC 3339 UTC.
+    listed_at: String,
     /// RFC 3339 UTC; `None` when the call did not say.
     started_at: Option<String>,
     ended_at: Option<String>,
@@ -124,6 +127,7 @@ fn summary<'a>(call: &'a CallSummary, names: &'a HashMap<String, String>) -> Sum
         agent_remote_identifier: names.get(&call.agent_id).map(String::as_str).filter(|n| !n.is_empty()),
         operation: &call.operation,
         revision: call.revision,
+        listed_at: millis_rfc3339(call.listed_ms),
         started_at: call.start_ms.map(millis_rfc3339),
         ended_at: call.end_ms.map(millis_rfc3339),
         duration_ms: call.duration_ms,

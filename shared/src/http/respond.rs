@@ -56,15 +56,23 @@ const ENVELOPE_BYTES: usize = 4 * 1024;
 /// Bodies smaller than this are sent as they are: gzip would save next to nothing.
 const COMPRESS_FROM: usize = 1024;
 
-/// A JSON answer (or a raw body, as received), gzip-compressed when the client takes gzip (`Accept-Encoding`) and it is
-/// worth it. 406 when it does not fit in Lambda's answer: uncompressed for a client that
-/// does not take gzip (it is told to), or either way.
+/// A JSON answer (or a raw body, as received), gzip-compressed when the client takes gzip
+/// (`Accept-Encoding`) and it is worth it. 406 when it does not fit in Lambda's answer:
+/// uncompressed for a client that does not take gzip (it is told to), or either way (it is
+/// told to ask for byte ranges). With `Range`, the part asked for (206), see [`ranged`].
 pub fn encoded(
     status: u16,
     json: Vec<u8>,
     request: &lambda_http::http::HeaderMap,
     request_id: &str,
 ) -> Result<Response<Body>, Problem> {
+    if let (200, Some(range)) = (status, request.get(header::RANGE)) {
+        match byte_range(range.to_str().unwrap_or_default(), json.len()) {
+            Asked::Range(first, last) => return Ok(ranged(json, first, last, request_id)),
+            Asked::Unsatisfiable => return Ok(unsatisfiable(json.len(), request_id)),
+            Asked::Ignored => {}
+        }
+    }
     let text_fits = carried_as_text(&json) + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT;
     let compressed = (accepts_gzip(request) && json.len() >= COMPRESS_FROM).then(|| gzip_bytes(&json));
     // Lambda carries a binary body as base64.
@@ -92,7 +100,86 @@ pub fn encoded(
         }
     };
     response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    response.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     Ok(response)
+}
+
+/// Most bytes one ranged answer carries: sent as binary, Lambda carries them as base64
+/// (4 MiB), well inside its 6 MB.
+pub const MAX_RANGE_BYTES: usize = 3 * 1024 * 1024;
+
+/// What a `Range` header asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Asked {
+    /// Bytes `first` to `last`, both included, within the body.
+    Range(usize, usize),
+    /// A range that starts past the end (or a body of nothing): 416.
+    Unsatisfiable,
+    /// Not a single byte range we read (another unit, several ranges, bad syntax): the
+    /// whole answer, as RFC 9110 14.2 lets a server do.
+    Ignored,
+}
+
+/// Reads `bytes=a-b`, `bytes=a-` or `bytes=-n` against a body of `len` bytes.
+fn byte_range(header: &str, len: usize) -> Asked {
+    let Some(spec) = header.trim().strip_prefix("bytes=") else { return Asked::Ignored };
+    if spec.contains(',') {
+        return Asked::Ignored;
+    }
+    let Some((from, to)) = spec.trim().split_once('-') else { return Asked::Ignored };
+    let number = |s: &str| s.trim().parse::<usize>().ok();
+    let (first, last) = match (from.trim().is_empty(), to.trim().is_empty()) {
+        (false, false) => match (number(from), number(to)) {
+            (Some(a), Some(b)) if a <= b => (a, b),
+            _ => return Asked::Ignored,
+        },
+        (false, true) => match number(from) {
+            Some(a) => (a, usize::MAX),
+            None => return Asked::Ignored,
+        },
+        (true, false) => match number(to) {
+            Some(0) => return Asked::Unsatisfiable,
+            Some(n) => (len.saturating_sub(n), usize::MAX),
+            None => return Asked::Ignored,
+        },
+        (true, true) => return Asked::Ignored,
+    };
+    if first >= len {
+        return Asked::Unsatisfiable;
+    }
+    Asked::Range(first, last.min(len - 1))
+}
+
+/// 206 with bytes `first` to `last` of the uncompressed answer (at most
+/// [`MAX_RANGE_BYTES`]: `Content-Range` says which were sent), so that an answer too large
+/// for one Lambda response is read in parts. Ranges are of the identity representation:
+/// no `Content-Encoding`, whatever `Accept-Encoding` says.
+fn ranged(body: Vec<u8>, first: usize, last: usize, request_id: &str) -> Response<Body> {
+    let last = last.min(first + MAX_RANGE_BYTES - 1);
+    let total = body.len();
+    let part = body.get(first..=last).map(<[u8]>::to_vec).unwrap_or_default();
+    let mut response = json(206, part, "application/json", request_id);
+    let headers = response.headers_mut();
+    if let Ok(range) = HeaderValue::from_str(&format!("bytes {first}-{last}/{total}")) {
+        headers.insert(header::CONTENT_RANGE, range);
+    }
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    response
+}
+
+/// 416: a range past the end; `Content-Range` gives the length.
+fn unsatisfiable(total: usize, request_id: &str) -> Response<Body> {
+    let problem = Problem::new(
+        416,
+        "range-not-satisfiable",
+        "Range not satisfiable",
+        format!("the answer is {total} bytes; ask for a range that starts before its end"),
+    );
+    let mut response = json(416, problem.to_json(false, request_id), "application/problem+json", request_id);
+    if let Ok(range) = HeaderValue::from_str(&format!("bytes */{total}")) {
+        response.headers_mut().insert(header::CONTENT_RANGE, range);
+    }
+    response
 }
 
 /// The bytes a body takes in Lambda's answer. Text is carried as a JSON string: `"` and
@@ -150,7 +237,9 @@ fn too_large(bytes: usize, compressed: Option<usize>) -> Problem {
         ),
         Some(c) => format!(
             "the answer is {bytes} bytes of JSON and {c} gzip-compressed, more than one response can \
-             carry (Lambda's {LAMBDA_RESPONSE_LIMIT} bytes, base64-encoded)"
+             carry (Lambda's {LAMBDA_RESPONSE_LIMIT} bytes, base64-encoded); ask for it in parts: \
+             Range: bytes=0-{}, then on from where each answer's Content-Range ends",
+            MAX_RANGE_BYTES - 1
         ),
     };
     Problem::new(406, "too-large-to-answer", "Answer too large", detail)
@@ -165,6 +254,37 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(value).unwrap());
         h
+    }
+
+    #[test]
+    fn byte_ranges_are_read_as_rfc_9110_says() {
+        assert_eq!(byte_range("bytes=0-9", 100), Asked::Range(0, 9));
+        assert_eq!(byte_range("bytes=90-200", 100), Asked::Range(90, 99));
+        assert_eq!(byte_range("bytes=10-", 100), Asked::Range(10, 99));
+        assert_eq!(byte_range("bytes=-10", 100), Asked::Range(90, 99));
+        assert_eq!(byte_range("bytes=-1000", 100), Asked::Range(0, 99));
+        assert_eq!(byte_range("bytes=100-", 100), Asked::Unsatisfiable);
+        assert_eq!(byte_range("bytes=-0", 100), Asked::Unsatisfiable);
+        assert_eq!(byte_range("bytes=0-", 0), Asked::Unsatisfiable);
+        for ignored in
+            ["items=0-9", "bytes=0-9,20-29", "bytes=9-0", "bytes=a-b", "bytes=-", "bytes=18446744073709551616-"]
+        {
+            assert_eq!(byte_range(ignored, 100), Asked::Ignored, "{ignored}");
+        }
+        let mut h = HeaderMap::new();
+        h.insert(header::RANGE, HeaderValue::from_static("bytes=2-"));
+        let r = encoded(200, b"0123456789".to_vec(), &h, "r").unwrap();
+        assert_eq!((r.status().as_u16(), r.body().as_ref()), (206, &b"23456789"[..]));
+        assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes 2-9/10");
+        h.insert(header::RANGE, HeaderValue::from_static("bytes=10-"));
+        let r = encoded(200, b"0123456789".to_vec(), &h, "r").unwrap();
+        assert_eq!(r.status().as_u16(), 416);
+        assert_eq!(r.headers()[header::CONTENT_RANGE], "bytes */10");
+        // A part is at most MAX_RANGE_BYTES, carried as base64 inside Lambda's limit.
+        h.insert(header::RANGE, HeaderValue::from_static("bytes=0-"));
+        let r = encoded(200, vec![b'"'; 8 * 1024 * 1024], &h, "r").unwrap();
+        assert_eq!(r.body().len(), MAX_RANGE_BYTES);
+        assert!(r.body().len().div_ceil(3) * 4 + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT);
     }
 
     #[test]
