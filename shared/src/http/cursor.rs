@@ -96,6 +96,21 @@ mod tests {
         assert_eq!(open(&Secret::new("j".repeat(32)), &here, &cursor), Err(BadCursor));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_position_round_trips_and_any_text_is_refused_without_panicking(
+            listed_ms in proptest::prelude::any::<u64>(),
+            call_id in "\\PC{0,200}",
+            junk in "\\PC{0,1300}",
+        ) {
+            let key = Secret::new("k".repeat(32));
+            let here = listing(7, Some("ag"));
+            let at = Position { listed_ms, call_id };
+            proptest::prop_assert_eq!(open(&key, &here, &issue(&key, &here, &at).unwrap()), Ok(at));
+            proptest::prop_assert_eq!(open(&key, &here, &junk), Err(BadCursor));
+        }
+    }
+
     #[test]
     fn an_altered_or_cut_cursor_is_refused() {
         let key = Secret::new("k".repeat(32));

@@ -287,6 +287,18 @@ mod tests {
         assert!(r.body().len().div_ceil(3) * 4 + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_range_header_reads_within_the_body(header in "\\PC{0,40}", len in 0usize..10_000) {
+            let bytes = format!("bytes={header}");
+            for text in [header.as_str(), bytes.as_str()] {
+                if let Asked::Range(first, last) = byte_range(text, len) {
+                    proptest::prop_assert!(first <= last && last < len, "{text}: {first}-{last} of {len}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn gzip_is_taken_unless_weighted_zero() {
         for yes in ["gzip", "br, GZIP;q=0.5", "x-gzip", "*", "deflate, gzip; q=1.0"] {
