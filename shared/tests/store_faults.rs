@@ -385,3 +385,25 @@ async fn an_erase_whose_head_delete_lost_its_reply_still_says_it_erased() {
     assert!(store.get_call(1, "lost-erase", false).await.unwrap().is_none());
     t.delete().await;
 }
+
+#[tokio::test]
+async fn a_read_that_an_erase_overtakes_finds_no_call_rather_than_failing() {
+    let t = Tables::new().await;
+    let store = Arc::new(store(&t));
+    let (doc, raw) = large_call("erased-while-read", 1_800_000);
+    let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    // The reader's head read is answered a second late: the whole erase (chunks, then the
+    // head) happens in between, and the reader then finds no chunks.
+    let rule = t.fault(json!({"op": "GetItem", "fault": "delay", "seconds": 1.0}));
+    let reader = {
+        let store = store.clone();
+        tokio::spawn(async move { store.get_call(1, "erased-while-read", false).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let erased = store.erase_call(1, "erased-while-read", stored.id).await.unwrap();
+    assert!(erased.items > 1, "{erased:?}");
+    let read = reader.await.unwrap();
+    assert_eq!(t.fired(rule), 1);
+    assert!(matches!(read, Ok(None)), "a call erased meanwhile is not found, not an error: {read:?}");
+    t.delete().await;
+}
