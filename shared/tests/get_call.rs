@@ -8,34 +8,17 @@ mod support;
 use aws_sdk_dynamodb::types::AttributeValue;
 use call_ingest::directory::credentials::digest;
 use call_ingest::directory::scopes::{Scope, Scopes};
-use call_ingest::http::{App, Endpoint};
+use call_ingest::http::Endpoint;
 use call_ingest::Operation;
 use http_support::*;
 use serde_json::Value;
-use support::Tables;
+use support::{two_workspaces, TwoWorkspaces};
 
-struct Fixture {
-    t: Tables,
-    app: App,
-    /// Workspace 1: may send and read.
-    key1: String,
-    /// Workspace 2: may send and read.
-    key2: String,
-}
+/// Both workspaces' keys may send and read.
+type Fixture = TwoWorkspaces;
 
 async fn fixture() -> Fixture {
-    let t = Tables::new().await;
-    let app = t.app(&[]);
-    let d = app.directory();
-    for name in ["one", "two"] {
-        d.create_workspace(name).await.unwrap();
-    }
-    d.create_agent(1, "desk", None, None).await.unwrap();
-    d.create_agent(2, "desk", None, None).await.unwrap();
-    let both = Scopes::of([Scope::Send, Scope::Read]);
-    let key1 = bearer(&d.create_api_key(1, "k1", both).await.unwrap().token);
-    let key2 = bearer(&d.create_api_key(2, "k2", both).await.unwrap().token);
-    Fixture { t, app, key1, key2 }
+    two_workspaces(Scopes::of([Scope::Send, Scope::Read]), &[], &[]).await
 }
 
 fn bearer(token: &str) -> String {

@@ -194,20 +194,25 @@ fn every_response_documents_the_request_id_and_the_headers_its_status_requires()
     for path in [SEND_CALL_DATA, CREATE_CALL] {
         let responses = post(&doc, path)["responses"].as_object().expect("responses");
         for (status, response) in responses {
-            let response = resolve(&doc, response);
-            let headers = &response["headers"];
-            let mut required = vec!["X-Request-Id"];
-            match status.as_str() {
-                "401" => required.push("WWW-Authenticate"),
-                "405" => required.push("Allow"),
-                "503" => required.push("Retry-After"),
-                _ => {}
-            }
-            for header in required {
+            let headers = &resolve(&doc, response)["headers"];
+            for header in required_headers(status) {
                 assert!(headers.get(header).is_some(), "{path} {status}: header {header} not documented");
             }
         }
     }
+}
+
+/// The headers a response of `status` must document: the request id always, and what the
+/// status calls for.
+fn required_headers(status: &str) -> Vec<&'static str> {
+    let mut required = vec!["X-Request-Id"];
+    match status {
+        "401" => required.push("WWW-Authenticate"),
+        "405" => required.push("Allow"),
+        "503" => required.push("Retry-After"),
+        _ => {}
+    }
+    required
 }
 
 #[test]
@@ -333,14 +338,7 @@ fn every_reading_endpoint_is_documented_with_its_statuses_and_headers() {
         }
         for (status, response) in responses {
             let response = resolve(&doc, response);
-            let mut required = vec!["X-Request-Id"];
-            match status.as_str() {
-                "401" => required.push("WWW-Authenticate"),
-                "405" => required.push("Allow"),
-                "503" => required.push("Retry-After"),
-                _ => {}
-            }
-            for header in required {
+            for header in required_headers(status) {
                 assert!(response["headers"].get(header).is_some(), "{id} {status}: header {header}");
             }
             if status.starts_with('4') || status.starts_with('5') {

@@ -10,40 +10,23 @@ mod support;
 use std::collections::{BTreeMap, HashSet};
 
 use call_ingest::directory::scopes::{Scope, Scopes};
-use call_ingest::http::{App, Endpoint};
+use call_ingest::http::Endpoint;
 use call_ingest::store::item::{get_s, parse_call_pk};
 use call_ingest::Operation;
 use http_support::*;
 use lambda_http::http::Method;
 use serde_json::{json, Value};
-use support::Tables;
+use support::{two_workspaces, TwoWorkspaces};
 
 const CALL: &str = "/api/v1/public/call/{id}";
 const CALLS: &str = "/api/v1/public/calls";
 
-struct Fixture {
-    t: Tables,
-    app: App,
-    /// Workspace 1: send, read and erase.
-    key1: String,
-    /// Workspace 2: send, read and erase.
-    key2: String,
-}
+/// Both workspaces' keys may send, read and erase; workspace 1 has an agent `phone` too.
+type Fixture = TwoWorkspaces;
 
 async fn fixture() -> Fixture {
-    let t = Tables::new().await;
-    let app = t.app(&[("RATE_LIMIT_PER_SECOND", "1000")]);
-    let d = app.directory();
-    for name in ["one", "two"] {
-        d.create_workspace(name).await.unwrap();
-    }
-    d.create_agent(1, "desk", None, None).await.unwrap();
-    d.create_agent(1, "phone", None, None).await.unwrap();
-    d.create_agent(2, "desk", None, None).await.unwrap();
     let all = Scopes::of([Scope::Send, Scope::Read, Scope::Erase]);
-    let key1 = format!("Bearer {}", d.create_api_key(1, "k1", all).await.unwrap().token);
-    let key2 = format!("Bearer {}", d.create_api_key(2, "k2", all).await.unwrap().token);
-    Fixture { t, app, key1, key2 }
+    two_workspaces(all, &["phone"], &[("RATE_LIMIT_PER_SECOND", "1000")]).await
 }
 
 /// Stores `body` under agent `agent` of `workspace` (create-call), answering its id.

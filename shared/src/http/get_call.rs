@@ -5,7 +5,7 @@ use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
 use super::logging::RequestLog;
-use super::reading::{admit, document, locate, not_found, path_id, read_problem};
+use super::reading::{admit, call_by_id, document, not_found, path_id, read_problem};
 use super::{App, Endpoint};
 use crate::api::{Code, Problem, Violation};
 
@@ -21,17 +21,14 @@ pub async fn answer(
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
     let (workspace_id, named) = admit(app, Endpoint::GetCall, request, log, call_named(request)).await?;
-    let (call_id, id) = match named {
-        Named::Id(id) => (locate(app, workspace_id, id).await?, id),
-        Named::ProviderId(call_id) => (call_id, None),
+    let call = match named {
+        Named::Id(id) => call_by_id(app, workspace_id, id, None).await?,
+        Named::ProviderId(Some(call_id)) => {
+            app.store().get_call_at(workspace_id, &call_id, None).await.map_err(read_problem)?
+        }
+        Named::ProviderId(None) => None,
     };
-    let call = match call_id {
-        Some(call_id) => app.store().get_call(workspace_id, &call_id, false).await.map_err(read_problem)?,
-        None => None,
-    };
-    // By id: another call with the same provider call id (stored after an erase) is not it.
-    let call = call.filter(|c| id.is_none_or(|id| c.id == id)).ok_or_else(not_found)?;
-    document(app, request, request_id, &call).await
+    document(app, request, request_id, &call.ok_or_else(not_found)?).await
 }
 
 /// How the request names its call (`None`: a name no call can have, 404 without a read).

@@ -8,7 +8,7 @@ use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
 use super::logging::RequestLog;
-use super::reading::{admit, etag, locate, not_found, not_modified, path_id, read_problem, with_etag};
+use super::reading::{admit, call_by_id, etag, not_found, not_modified, path_id, with_etag};
 use super::{respond, App, Endpoint};
 use crate::api::{Code, Problem, Violation};
 
@@ -20,16 +20,7 @@ pub async fn answer(
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
     let (workspace_id, revision) = admit(app, Endpoint::GetRawCall, request, log, revision_param(request)).await?;
-    let id = path_id(request);
-    let call_id = locate(app, workspace_id, id).await?.ok_or_else(not_found)?;
-    let store = app.store();
-    let call = match revision {
-        Some(n) => store.get_call_at(workspace_id, &call_id, n).await,
-        None => store.get_call(workspace_id, &call_id, false).await,
-    }
-    .map_err(read_problem)?
-    .filter(|call| Some(call.id) == id)
-    .ok_or_else(not_found)?;
+    let call = call_by_id(app, workspace_id, path_id(request), revision).await?.ok_or_else(not_found)?;
     let etag = etag(&call, "-raw");
     if let Some(response) = not_modified(request, &etag, request_id) {
         return Ok(response);

@@ -53,6 +53,20 @@ pub(super) async fn locate(app: &App, workspace_id: u64, id: Option<u64>) -> Res
     })
 }
 
+/// Call `id` of `workspace_id` at `revision` (current when `None`), or `None`: missing, of
+/// another workspace, or `id` is `None`. A call stored again after an erase has the old
+/// one's provider call id but not its id: it is not the call asked for.
+pub(super) async fn call_by_id(
+    app: &App,
+    workspace_id: u64,
+    id: Option<u64>,
+    revision: Option<u64>,
+) -> Result<Option<StoredCall>, Problem> {
+    let Some(call_id) = locate(app, workspace_id, id).await? else { return Ok(None) };
+    let call = app.store().get_call_at(workspace_id, &call_id, revision).await.map_err(read_problem)?;
+    Ok(call.filter(|c| Some(c.id) == id))
+}
+
 /// The body of a call (or of one of its revisions).
 #[derive(Debug, Serialize)]
 struct CallBody<'a> {

@@ -7,7 +7,7 @@ use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
 
 use super::logging::RequestLog;
-use super::reading::{admit, document, locate, not_found, path_id, read_problem};
+use super::reading::{admit, call_by_id, document, locate, not_found, path_id, read_problem};
 use super::{respond, App, Endpoint};
 use crate::api::Problem;
 use crate::normalize::timestamps::millis_rfc3339;
@@ -42,16 +42,16 @@ pub async fn answer(
 ) -> Result<Response<Body>, Problem> {
     let (workspace_id, ()) = admit(app, Endpoint::CallRevisions, request, log, Ok(())).await?;
     let id = path_id(request);
-    let call_id = locate(app, workspace_id, id).await?.ok_or_else(not_found)?;
     match request.path_parameters().first("n") {
         Some(n) => {
             // A number no revision can have names none: 404 without a read.
             let n = n.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(not_found)?;
-            let call = app.store().get_call_at(workspace_id, &call_id, n).await.map_err(read_problem)?;
-            // Another call with the same provider call id (stored after an erase) is not it.
-            document(app, request, request_id, &call.filter(|c| Some(c.id) == id).ok_or_else(not_found)?).await
+            let call = call_by_id(app, workspace_id, id, Some(n)).await?.ok_or_else(not_found)?;
+            document(app, request, request_id, &call).await
         }
         None => {
+            let call_id = locate(app, workspace_id, id).await?.ok_or_else(not_found)?;
+            // Another call with the same provider call id (stored after an erase) is not it.
             let (found, revisions) = app
                 .store()
                 .revisions(workspace_id, &call_id)

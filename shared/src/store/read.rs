@@ -64,31 +64,28 @@ impl PartialEq for StoredRevision {
 }
 
 impl Store {
-    /// The call `call_id` of `workspace_id`, or `None`.
+    /// The call `call_id` of `workspace_id`, or `None`; with its earlier revisions when
+    /// asked.
     pub async fn get_call(
         &self,
         workspace_id: u64,
         call_id: &str,
         with_revisions: bool,
     ) -> Result<Option<StoredCall>, StoreError> {
-        let pk = call_pk(workspace_id, call_id);
-        let Some(head) = self.head(&pk).await? else {
+        let Some(mut call) = self.get_call_at(workspace_id, call_id, None).await? else {
             return Ok(None);
         };
-        let Some(current) = self.decode_unless_erased(&pk, &head, &head).await? else {
-            return Ok(None);
-        };
-        let mut revisions = Vec::new();
-        if with_revisions && current.revision > 1 {
+        if with_revisions && call.current.revision > 1 {
             // Exactly the revisions before this head: each was written with (or before) the
             // head that replaced it and never changes, so a revision committed after the head
             // was read is neither listed twice nor instead of an older one.
-            let range = SortKeys::Between(revision_sk(1), revision_sk(current.revision - 1));
+            let pk = call_pk(workspace_id, call_id);
+            let range = SortKeys::Between(revision_sk(1), revision_sk(call.current.revision - 1));
             for item in self.query(&pk, range, None).await? {
-                revisions.push(self.revision(&pk, &item).await?);
+                call.revisions.push(self.revision(&pk, &item).await?);
             }
         }
-        Ok(Some(StoredCall { revisions, ..call_of(workspace_id, call_id, &head, current) }))
+        Ok(Some(call))
     }
 
     /// The call with internal id `id`, or `None`.
@@ -121,13 +118,13 @@ impl Store {
     }
 
     /// The call `call_id` of `workspace_id` as it was at `revision` (its current content
-    /// when that is the current revision), or `None` when there is no such call or
-    /// revision. One read when the revision is current, two for an earlier one.
+    /// when that is `None` or the current revision), or `None` when there is no such call
+    /// or revision. One read when the revision is current, two for an earlier one.
     pub async fn get_call_at(
         &self,
         workspace_id: u64,
         call_id: &str,
-        revision: u64,
+        revision: Option<u64>,
     ) -> Result<Option<StoredCall>, StoreError> {
         let pk = call_pk(workspace_id, call_id);
         let Some(head) = self.head(&pk).await? else {
@@ -135,7 +132,7 @@ impl Store {
         };
         let latest = get_u64(&head, "revision").unwrap_or(1);
         let earlier;
-        let item = match revision {
+        let item = match revision.unwrap_or(latest) {
             r if r == latest => &head,
             r if (1..latest).contains(&r) => {
                 // Written with the head that replaced it, and never changed since.

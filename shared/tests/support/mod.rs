@@ -187,3 +187,33 @@ pub fn small_call(call_id: &str, summary: &str) -> (call_ingest::call::CallDocum
     let raw = serde_json::to_vec(&body).unwrap();
     (call_ingest::call::ingest(call_ingest::call::Operation::CreateCall, &raw).expect("valid call"), raw)
 }
+
+/// Two workspaces ("one" and "two"), each with an agent `desk` and an API key with
+/// `scopes` (as `Authorization` values), and an app over fresh tables.
+pub struct TwoWorkspaces {
+    pub t: Tables,
+    pub app: App,
+    pub key1: String,
+    pub key2: String,
+}
+
+/// [`TwoWorkspaces`], workspace 1 with the agents `more_agents` too; `config` as for
+/// [`Tables::app`].
+pub async fn two_workspaces(
+    scopes: call_ingest::directory::scopes::Scopes,
+    more_agents: &[&str],
+    config: &[(&str, &str)],
+) -> TwoWorkspaces {
+    let t = Tables::new().await;
+    let app = t.app(config);
+    let d = app.directory();
+    for name in ["one", "two"] {
+        d.create_workspace(name).await.unwrap();
+    }
+    for (workspace, agent) in [(1, "desk"), (2, "desk")].into_iter().chain(more_agents.iter().map(|a| (1, *a))) {
+        d.create_agent(workspace, agent, None, None).await.unwrap();
+    }
+    let key1 = format!("Bearer {}", d.create_api_key(1, "k1", scopes).await.unwrap().token);
+    let key2 = format!("Bearer {}", d.create_api_key(2, "k2", scopes).await.unwrap().token);
+    TwoWorkspaces { t, app, key1, key2 }
+}
