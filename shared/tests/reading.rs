@@ -404,7 +404,13 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     assert_eq!(erased.status, 200, "{}", erased.body);
     assert_eq!(erased.body, json!({"id": id, "erased": true, "items_removed": before}));
     let items = f.t.scan(&f.t.calls).await;
-    assert_eq!(items_of(&items, "erase-me"), 0, "nothing of it remains");
+    // Nothing of it remains but a tombstone that names the erased id, and expires.
+    let left: Vec<_> =
+        items.iter().filter(|i| get_s(i, "pk").and_then(parse_call_pk) == Some((1, "erase-me"))).collect();
+    assert_eq!(left.len(), 1, "nothing of it remains but its tombstone: {left:?}");
+    let mut attributes: Vec<&str> = left[0].keys().map(String::as_str).collect();
+    attributes.sort();
+    assert_eq!(attributes, ["erased_ids", "expires_at", "pk", "sk"], "the tombstone holds no content");
     assert_eq!(items_of(&items, "keep-me"), 1);
 
     // Read, list, revisions, raw: gone. Erasing again is fine and says so.

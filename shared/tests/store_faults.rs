@@ -379,9 +379,10 @@ async fn an_erase_whose_head_delete_lost_its_reply_still_says_it_erased() {
     let store = store(&t);
     let (a, raw_a) = call_with("lost-erase", |_| {});
     let stored = store.put_call(OWNER, &a, &raw_a).await.unwrap();
-    t.fault(json!({"op": "DeleteItem", "fault": "lost_reply", "contains": "HEAD"}));
+    // The head is replaced by a tombstone (the only write that names `erased_ids`).
+    t.fault(json!({"op": "PutItem", "fault": "lost_reply", "contains": "erased_ids"}));
     let erased = store.erase_call(1, "lost-erase", stored.id).await.unwrap();
-    assert_eq!(erased.items, 1, "applied, then its retry found nothing: erased all the same");
+    assert_eq!(erased.items, 1, "applied, then its retry found the tombstone: erased all the same");
     assert!(store.get_call(1, "lost-erase", false).await.unwrap().is_none());
     t.delete().await;
 }
@@ -405,5 +406,126 @@ async fn a_read_that_an_erase_overtakes_finds_no_call_rather_than_failing() {
     let read = reader.await.unwrap();
     assert_eq!(t.fired(rule), 1);
     assert!(matches!(read, Ok(None)), "a call erased meanwhile is not found, not an error: {read:?}");
+    t.delete().await;
+}
+
+/// Issue 17, item 1: a revision that read the head before an erase must not land on the
+/// call stored after it (it did: the condition was the revision number alone).
+#[tokio::test]
+async fn a_revision_in_flight_never_overwrites_a_call_stored_after_an_erase() {
+    let t = Tables::new().await;
+    let (c1, raw1) = call_with("aba-1", |b| b["call_status"] = json!("one"));
+    let (c2, raw2) = call_with("aba-1", |b| b["call_status"] = json!("two"));
+    let (c3, raw3) = call_with("aba-1", |b| b["call_status"] = json!("three"));
+    let first = store(&t).put_call(OWNER, &c1, &raw1).await.unwrap();
+    // S, on its own instance: its creating put finds C1's head, and the reply carrying it
+    // is 2.5 s late. Meanwhile C1 is erased and C3 stored as a new call.
+    let rule = t.fault(json!({"op": "PutItem", "fault": "delay", "seconds": 2.5, "contains": "aba-1", "times": 1}));
+    let s = {
+        let store = store(&t);
+        tokio::spawn(async move { store.put_call(OWNER, &c2, &raw2).await })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(store(&t).erase_call(1, "aba-1", first.id).await.unwrap().items, 1);
+    let third = store(&t).put_call(OWNER, &c3, &raw3).await.unwrap();
+    assert!(third.is_new() && third.id != first.id, "{third:?}");
+    let s = s.await.unwrap().expect("S is stored");
+    assert_eq!(t.fired(rule), 1);
+    assert_ne!(s.id, first.id, "S was answered with the erased id: {s:?}");
+
+    let back = store(&t).get_call(1, "aba-1", true).await.unwrap().expect("the call stored after the erase");
+    assert_eq!(back.id, third.id, "the acknowledged call lost its id");
+    let contents: Vec<&[u8]> = back.revisions.iter().chain([&back.current]).map(|r| r.raw.as_slice()).collect();
+    assert!(contents.contains(&raw3.as_slice()), "C3, acknowledged, is gone");
+    assert!(!contents.contains(&raw1.as_slice()), "the erased content is readable again");
+    assert!(store(&t).get_call_by_id(first.id, false).await.unwrap().is_none());
+    t.delete().await;
+}
+
+/// A create stuck in the network, applied after its retry created the call and after the
+/// call was erased, must not bring the erased id or content back.
+#[tokio::test]
+async fn a_late_copy_of_a_create_never_brings_an_erased_call_back() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = call_with("late-create", |_| {});
+    let rule = t.fault(json!({"op": "PutItem", "fault": "late", "contains": "late-create", "seconds": 2.0}));
+    let first = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    assert!(first.is_new());
+    assert_eq!(store.erase_call(1, "late-create", first.id).await.unwrap().items, 1);
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    assert_eq!(t.fired(rule), 1);
+    assert!(store.get_call(1, "late-create", false).await.unwrap().is_none(), "the erased call is back");
+    let heads: Vec<_> = t.scan(&t.calls).await.into_iter().filter(|i| i.contains_key("id")).collect();
+    assert!(heads.is_empty(), "a head came back: {heads:?}");
+    // Sent again by its client, it is a new call, with a new id.
+    let again = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    assert!(again.is_new() && again.id != first.id, "{again:?}");
+    t.delete().await;
+}
+
+/// The same for a chunked call, whose create is a transaction, and a second erase: the
+/// tombstone carries the ids erased before it forward.
+#[tokio::test]
+async fn a_call_stored_over_a_tombstone_keeps_guarding_the_ids_erased_before() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = large_call("twice", 1_800_000);
+    let first = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    store.erase_call(1, "twice", first.id).await.unwrap();
+    let second = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    assert!(second.is_new() && second.id != first.id);
+    store.erase_call(1, "twice", second.id).await.unwrap();
+    let tombstone = store.raw_head(1, "twice").await.unwrap().expect("a tombstone");
+    for id in [first.id, second.id] {
+        assert!(item::names_erased(&tombstone, id), "{id} is not guarded: {tombstone:?}");
+    }
+    let third = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    assert!(third.is_new() && ![first.id, second.id].contains(&third.id));
+    t.delete().await;
+}
+
+/// Issue 17, item 5: a call whose erase stopped part-way (a chunk delete failed) reads as
+/// no call, every time, not as an error; the next erase finishes it.
+#[tokio::test]
+async fn a_call_whose_erase_stopped_part_way_is_not_found_until_the_erase_is_sent_again() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = large_call("half-erased", 1_800_000);
+    let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    let (doc2, raw2) = large_call("half-erased", 1_700_000);
+    store.put_call(OWNER, &doc2, &raw2).await.unwrap();
+    // Every attempt at deleting chunk 1 of a submission fails (the SDK's retries too).
+    let rule = t.fault(json!({"op": "DeleteItem", "fault": "internal", "contains": "#00001\"", "times": 100}));
+    let erased = store.erase_call(1, "half-erased", stored.id).await;
+    assert!(matches!(erased, Err(StoreError::Unavailable(_))), "{erased:?}");
+    assert!(t.fired(rule) >= 3);
+    for _ in 0..2 {
+        assert!(store.get_call(1, "half-erased", false).await.unwrap().is_none());
+        assert!(store.get_call(1, "half-erased", true).await.unwrap().is_none());
+        assert!(store.get_call_at(1, "half-erased", Some(1)).await.unwrap().is_none());
+        assert!(store.revisions(1, "half-erased").await.unwrap().is_none());
+    }
+    t.clear_faults(&t.calls);
+    let erased = store.erase_call(1, "half-erased", stored.id).await.unwrap();
+    assert!(erased.items >= 1, "{erased:?}");
+    let left: Vec<_> = t.scan(&t.calls).await.into_iter().filter(|i| !item::is_tombstone(i)).collect();
+    assert!(left.iter().all(|i| item::get_s(i, "pk") == Some("COUNTER")), "left behind: {left:?}");
+    t.delete().await;
+}
+
+/// An erase whose head write was applied, its reply lost, and its retry met a transaction
+/// conflict says what happened: the call is erased.
+#[tokio::test]
+async fn an_erase_whose_head_write_met_a_conflict_after_a_lost_reply_reports_it_erased() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = call_with("conflicted-erase", |_| {});
+    let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
+    let lost = t.fault(json!({"op": "PutItem", "fault": "lost_reply", "contains": "erased_ids", "times": 1}));
+    let conflict = t.fault(json!({"op": "PutItem", "fault": "conflict", "contains": "erased_ids", "times": 1}));
+    let erased = store.erase_call(1, "conflicted-erase", stored.id).await.unwrap();
+    assert_eq!((t.fired(lost), t.fired(conflict)), (1, 1));
+    assert_eq!(erased.items, 1, "the head was erased, and the answer must say so");
     t.delete().await;
 }

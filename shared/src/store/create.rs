@@ -3,34 +3,59 @@
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{put_new, Item};
+use super::item::{n, Item, ERASED_IDS};
 use super::submission::Submission;
 use super::{Store, StoreError};
 
 /// How an attempt at creating a call ended.
 pub(super) enum Creation {
     Created,
-    /// The call exists: its head as DynamoDB returned it, or `None` when it did not (a
-    /// transaction does not return it).
+    /// The head's key holds something: a call or an erase's tombstone, as DynamoDB
+    /// returned it, or `None` when it did not (a transaction does not return it).
     Exists(Option<Item>),
     /// Another transaction held the head: nothing was written; try again shortly.
     Conflict,
 }
 
+/// Where a call is created: on a key that holds nothing, or over an erase's tombstone
+/// (as read), whose erased ids the new head carries forward.
+const ON_NOTHING: &str = "attribute_not_exists(pk)";
+const OVER_TOMBSTONE: &str = "attribute_not_exists(id) AND NOT contains(#erased, :id)";
+
 impl Store {
-    /// Tries to create the call with internal id `id`.
-    pub(super) async fn create(&self, sub: &Submission, id: u64) -> Result<Creation, StoreError> {
-        let head = sub.head(id, 1, &sub.made_at());
+    /// Tries to create the call with internal id `id`, over `tombstone` when the key holds
+    /// one. A late copy of this write finds the call, or a tombstone naming `id` once it
+    /// is erased, and fails: it can never bring an erased call back.
+    pub(super) async fn create(
+        &self,
+        sub: &Submission,
+        id: u64,
+        tombstone: Option<&Item>,
+    ) -> Result<Creation, StoreError> {
+        let mut head = sub.head(id, 1, &sub.made_at());
+        let mut put = Put::builder().table_name(&self.table).condition_expression(ON_NOTHING);
+        if let Some(tombstone) = tombstone {
+            if let Some(erased) = tombstone.get(ERASED_IDS) {
+                head.insert(ERASED_IDS.into(), erased.clone());
+            }
+            put = put
+                .condition_expression(OVER_TOMBSTONE)
+                .expression_attribute_names("#erased", ERASED_IDS)
+                .expression_attribute_values(":id", n(id));
+        }
+        let put = put.set_item(Some(head)).build()?;
         if !sub.is_chunked() {
             let result = self
                 .client
                 .put_item()
-                .table_name(&self.table)
-                .set_item(Some(head))
-                .condition_expression("attribute_not_exists(pk)")
+                .table_name(put.table_name)
+                .set_item(Some(put.item))
+                .set_condition_expression(put.condition_expression)
+                .set_expression_attribute_names(put.expression_attribute_names)
+                .set_expression_attribute_values(put.expression_attribute_values)
                 .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                 .send()
                 .await;
@@ -44,7 +69,7 @@ impl Store {
                 Err(e) => Err(StoreError::from_sdk(e)),
             };
         }
-        let mut items = vec![put_new(&self.table, head)?];
+        let mut items = vec![TransactWriteItem::builder().put(put).build()];
         items.extend(self.confirm_chunks(sub)?);
         Ok(match self.transact(items, 1).await? {
             Transaction::Committed => Creation::Created,

@@ -5,14 +5,27 @@
 //! a call stays findable (by id, in listings) until nothing else of it is left, so an erase
 //! that died half-way is finished by the next one; and a revision that arrived meanwhile
 //! fails the condition, and the erase reads the partition again and erases that too.
+//! (A read meanwhile finds parts missing and answers "no such call".)
+//!
+//! The head is not deleted but replaced by a tombstone that names the erased id and
+//! expires after a day: a late copy of a write of the erased call (a create or a revision
+//! stuck in the network, applied after its retry) fails on it instead of bringing the call
+//! back under its old id.
+
+use std::time::Duration;
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
-use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{call_pk, get_s, get_u64, n, s, Item, HEAD};
+use super::item::{call_pk, get_s, get_u64, is_tombstone, n, names_erased, s, Item, ERASED_IDS, HEAD};
 use super::query::SortKeys;
-use super::{backoff, Store, StoreError};
+use super::{backoff, tables, Store, StoreError};
+
+/// How long an erase's tombstone guards against late copies of the erased call's writes
+/// (DynamoDB's TTL removes it some time after).
+const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Rounds of read-then-delete before answering "try again" (each lost to a revision or a
 /// transaction on the head).
@@ -32,21 +45,26 @@ impl Store {
     pub async fn erase_call(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<Erased, StoreError> {
         let pk = call_pk(workspace_id, call_id);
         let mut removed = 0;
+        // Whether this request tried to replace the head: a tombstone naming the id, found
+        // afterwards, was then most likely its own write (a conflict or a lost reply hid it).
+        let mut tried_head = false;
         for round in 0..MAX_ROUNDS {
-            let items = self.query(&pk, SortKeys::All, Some(&["pk", "sk", "id", "revision", "submission"])).await?;
+            let items =
+                self.query(&pk, SortKeys::All, Some(&["pk", "sk", "id", "revision", "submission", ERASED_IDS])).await?;
             let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some(HEAD)) else {
                 // Unconfirmed chunks of a submission in flight may be there: they are not
                 // this call's, and expire within a day unless their head is written.
                 return Ok(Erased { items: removed });
             };
             if get_u64(head, "id") != Some(id) {
-                return Ok(Erased { items: removed });
+                let buried = tried_head && is_tombstone(head) && names_erased(head, id);
+                return Ok(Erased { items: removed + usize::from(buried) });
             }
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
-            let deleted = futures_util::future::try_join_all(rest.map(|i| self.delete(&pk, i, Only::Rest))).await?;
+            let deleted = futures_util::future::try_join_all(rest.map(|i| self.delete(&pk, i))).await?;
             removed += deleted.into_iter().filter(|d| *d).count();
-            let revision = get_u64(head, "revision").unwrap_or(1);
-            if self.delete(&pk, head, Only::Head { id, revision }).await? {
+            tried_head = true;
+            if self.bury(&pk, head, id).await? {
                 return Ok(Erased { items: removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;
@@ -54,57 +72,69 @@ impl Store {
         Err(StoreError::Unavailable("the call kept changing while it was being erased".into()))
     }
 
-    /// Deletes `item` (as the partition's query read it), only while it is what was read:
-    /// a head with that id and revision; a revision written by the same submission (a
-    /// call stored again after an erase reuses the revisions' keys, never their tokens).
-    /// Chunks are named by their submission's token, so a chunk's key is never another
-    /// call's. Answers whether it deleted (false: the item changed, or another
-    /// transaction held it). A head already gone counts as deleted: the reply to this
-    /// request's own delete may have been lost and the SDK's retry found nothing.
-    async fn delete(&self, pk: &str, item: &Item, only: Only) -> Result<bool, StoreError> {
+    /// Deletes `item` (a revision or a chunk, as the partition's query read it), only while
+    /// it is what was read: a revision written by the same submission (a call stored again
+    /// after an erase reuses the revisions' keys, never their tokens). Chunks are named by
+    /// their submission's token, so a chunk's key is never another call's. Answers whether
+    /// it deleted (false: the item changed, or another transaction held it).
+    async fn delete(&self, pk: &str, item: &Item) -> Result<bool, StoreError> {
         let sk = get_s(item, "sk").ok_or_else(|| StoreError::Internal("an item without a sort key".into()))?;
-        let mut request = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(sk))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        match only {
-            Only::Head { id, revision } => {
-                request = request
-                    .condition_expression("#id = :id AND #revision = :revision")
-                    .expression_attribute_names("#id", "id")
-                    .expression_attribute_names("#revision", "revision")
-                    .expression_attribute_values(":id", n(id))
-                    .expression_attribute_values(":revision", n(revision));
-            }
-            Only::Rest => {
-                if let (true, Some(token)) = (sk.starts_with("REV#"), get_s(item, "submission")) {
-                    request = request
-                        .condition_expression("#submission = :submission")
-                        .expression_attribute_names("#submission", "submission")
-                        .expression_attribute_values(":submission", s(token));
-                }
-            }
+        let mut request = self.client.delete_item().table_name(&self.table).key("pk", s(pk)).key("sk", s(sk));
+        if let (true, Some(token)) = (sk.starts_with("REV#"), get_s(item, "submission")) {
+            request = request
+                .condition_expression("#submission = :submission")
+                .expression_attribute_names("#submission", "submission")
+                .expression_attribute_values(":submission", s(token));
         }
         match request.send().await {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(se)) => match se.into_err() {
-                DeleteItemError::ConditionalCheckFailedException(c) => Ok(c.item.is_none() && only != Only::Rest),
-                DeleteItemError::TransactionConflictException(_) => Ok(false),
+                DeleteItemError::ConditionalCheckFailedException(_)
+                | DeleteItemError::TransactionConflictException(_) => Ok(false),
                 other => Err(StoreError::from_service(&other)),
             },
             Err(e) => Err(StoreError::from_sdk(e)),
         }
     }
-}
 
-/// What an erase's delete insists on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Only {
-    /// The head the erase read.
-    Head { id: u64, revision: u64 },
-    /// A revision of the same submission; a chunk as it is.
-    Rest,
+    /// Replaces `head` (call `id`, as read) by a tombstone that names `id` with the ids
+    /// erased before, only while the head is still that revision of that call. Answers
+    /// whether the head is now buried: true also when the tombstone is there already (the
+    /// reply to this request's own write was lost and the SDK's retry found it).
+    async fn bury(&self, pk: &str, head: &Item, id: u64) -> Result<bool, StoreError> {
+        let revision = get_u64(head, "revision").unwrap_or(1);
+        let mut erased: Vec<String> = match head.get(ERASED_IDS) {
+            Some(AttributeValue::Ns(ids)) => ids.clone(),
+            _ => Vec::new(),
+        };
+        erased.push(id.to_string());
+        let expires = super::now_ms() / 1000 + TOMBSTONE_TTL.as_secs();
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(pk))
+            .item("sk", s(HEAD))
+            .item(ERASED_IDS, AttributeValue::Ns(erased))
+            .item(tables::TTL_ATTRIBUTE, n(expires))
+            .condition_expression("#id = :id AND #revision = :revision")
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#revision", "revision")
+            .expression_attribute_values(":id", n(id))
+            .expression_attribute_values(":revision", n(revision))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se)) => match se.into_err() {
+                PutItemError::ConditionalCheckFailedException(c) => {
+                    Ok(c.item.is_none_or(|now| is_tombstone(&now) && names_erased(&now, id)))
+                }
+                PutItemError::TransactionConflictException(_) => Ok(false),
+                other => Err(StoreError::from_service(&other)),
+            },
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
 }

@@ -23,6 +23,25 @@ pub fn parse_call_pk(pk: &str) -> Option<(u64, &str)> {
 
 pub const HEAD: &str = "HEAD";
 
+/// On a head, the internal ids this provider call id had before, erased since. An erase
+/// leaves the head as a tombstone holding only these (and a TTL): a late copy of a write
+/// that created or revised an erased call finds it and fails, instead of bringing the
+/// erased id and content back. A call stored again after the erase carries them forward.
+pub const ERASED_IDS: &str = "erased_ids";
+
+/// Whether `item`, read at a head's key, is an erase's tombstone rather than a call.
+pub fn is_tombstone(item: &Item) -> bool {
+    !item.contains_key("id")
+}
+
+/// Whether `item` (a tombstone or a head) names `id` among the erased.
+pub fn names_erased(item: &Item, id: u64) -> bool {
+    match item.get(ERASED_IDS) {
+        Some(AttributeValue::Ns(ids)) => ids.iter().any(|i| i.parse() == Ok(id)),
+        _ => false,
+    }
+}
+
 /// The attributes that put an item in an index: only heads carry them, so a revision is
 /// neither found by id nor listed.
 pub const HEAD_ONLY: &[&str] = &["id", "agent_key", "listed_ws", "listed_ms"];

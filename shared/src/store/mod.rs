@@ -35,7 +35,7 @@ use crate::call::CallDocument;
 use create::Creation;
 use error::{transaction_outcome, Transaction};
 use ids::IdBlocks;
-use item::{get_u64, s, Item, HEAD};
+use item::{get_u64, is_tombstone, names_erased, s, Item, HEAD};
 use submission::{id_and_revision, Submission};
 
 pub use erase::Erased;
@@ -132,6 +132,8 @@ impl Store {
         // The id this submission creates the call with, once taken. It is given back only
         // when another submission's head is seen: then it was certainly never written.
         let mut id = None;
+        // An erase's tombstone at the head's key, once seen: the call is created over it.
+        let mut tombstone = None;
         for attempt in 0..MAX_ATTEMPTS {
             if started.elapsed() > DEADLINE {
                 break;
@@ -147,33 +149,42 @@ impl Store {
                         }
                     };
                     requests += 1;
-                    let creation = match self.create(&sub, new_id).await {
+                    let creation = match self.create(&sub, new_id, tombstone.as_ref()).await {
                         Ok(creation) => creation,
                         Err(e) => return self.settle(&sub, Some(new_id), e, requests).await,
                     };
-                    let head = match creation {
+                    let found = match creation {
                         Creation::Created => return Ok(sub.stored(new_id, Outcome::Created, 1, requests)),
                         Creation::Conflict => {
                             tokio::time::sleep(backoff(attempt)).await;
                             continue;
                         }
-                        Creation::Exists(Some(head)) => head,
+                        Creation::Exists(Some(found)) => found,
                         Creation::Exists(None) => {
                             requests += 1;
-                            match self.head(&sub.pk).await? {
-                                Some(head) => head,
+                            match self.item(&sub.pk, HEAD).await? {
+                                Some(found) => found,
                                 None => continue,
                             }
                         }
                     };
-                    if get_u64(&head, "id") == Some(new_id) {
+                    if is_tombstone(&found) {
+                        if names_erased(&found, new_id) {
+                            // This request's own create, applied by an attempt whose reply
+                            // was lost, then erased: it was created, and is gone.
+                            return Ok(sub.stored(new_id, Outcome::Created, 1, requests));
+                        }
+                        tombstone = Some(found);
+                        continue;
+                    }
+                    if get_u64(&found, "id") == Some(new_id) {
                         // This request's own create, applied by an attempt whose reply was
                         // lost (the call may have been revised since).
                         return Ok(sub.stored(new_id, Outcome::Created, 1, requests));
                     }
                     self.ids.give_back(new_id).await;
                     id = None;
-                    head
+                    found
                 }
             };
             if sub.same_content(&head) {
@@ -223,9 +234,10 @@ impl Store {
         Err(error)
     }
 
-    /// The head item, read consistently.
+    /// The head item, read consistently; `None` when there is none, or an erase's
+    /// tombstone.
     async fn head(&self, pk: &str) -> Result<Option<Item>, StoreError> {
-        self.item(pk, HEAD).await
+        Ok(self.item(pk, HEAD).await?.filter(|item| !is_tombstone(item)))
     }
 
     /// One item, read consistently.

@@ -81,8 +81,16 @@ impl Store {
             // was read is neither listed twice nor instead of an older one.
             let pk = call_pk(workspace_id, call_id);
             let range = SortKeys::Between(revision_sk(1), revision_sk(call.current.revision - 1));
-            for item in self.query(&pk, range, None).await? {
-                call.revisions.push(self.revision(&pk, &item).await?);
+            let items = self.query(&pk, range, None).await?;
+            if items.len() as u64 != call.current.revision - 1 {
+                // Removed by an erase under way (or stopped part-way): no such call.
+                return Ok(None);
+            }
+            for item in items {
+                match self.revision(&pk, &item).await? {
+                    Some(revision) => call.revisions.push(revision),
+                    None => return Ok(None),
+                }
             }
         }
         Ok(Some(call))
@@ -138,17 +146,15 @@ impl Store {
                 // Written with the head that replaced it, and never changed since.
                 earlier = match self.item(&pk, &revision_sk(r)).await? {
                     Some(item) => item,
-                    // Erased since the head was read (revisions go before the head).
-                    None if self.head(&pk).await?.is_none_or(|now| get_u64(&now, "id") != get_u64(&head, "id")) => {
-                        return Ok(None)
-                    }
-                    None => return Err(StoreError::Internal(format!("revision {r} of {latest} is missing"))),
+                    // Removed by an erase under way, or one that stopped part-way
+                    // (revisions go before the head): no such call.
+                    None => return Ok(None),
                 };
                 &earlier
             }
             _ => return Ok(None),
         };
-        let Some(current) = self.decode_unless_erased(&pk, item, &head).await? else {
+        let Some(current) = self.revision(&pk, item).await? else {
             return Ok(None);
         };
         Ok(Some(StoredCall {
@@ -183,6 +189,10 @@ impl Store {
                 .await?
             }
         };
+        if items.len() as u64 != latest - 1 {
+            // Removed by an erase under way, or one that stopped part-way: no such call.
+            return Ok(None);
+        }
         items.push(head);
         let info = |i: &Item| RevisionInfo {
             revision: get_u64(i, "revision").unwrap_or(1),
@@ -196,29 +206,11 @@ impl Store {
         Ok(Some((id, items.iter().map(info).collect())))
     }
 
-    /// Decodes `item` (the head, or a revision of it); `None` when its parts are gone
-    /// because the call was erased meanwhile (an erase removes chunks and revisions before
-    /// the head: the head read a moment ago is gone or no longer the same).
-    async fn decode_unless_erased(
-        &self,
-        pk: &str,
-        item: &Item,
-        head: &Item,
-    ) -> Result<Option<StoredRevision>, StoreError> {
-        match self.revision(pk, item).await {
-            Ok(revision) => Ok(Some(revision)),
-            Err(e) => {
-                let same = |now: &Item| ["id", "revision"].iter().all(|k| get_u64(now, k) == get_u64(head, k));
-                match self.head(pk).await? {
-                    Some(now) if same(&now) => Err(e),
-                    _ => Ok(None),
-                }
-            }
-        }
-    }
-
-    /// Decodes a head or revision item, fetching its chunks when it has them.
-    async fn revision(&self, pk: &str, item: &Item) -> Result<StoredRevision, StoreError> {
+    /// Decodes a head or revision item, fetching its chunks when it has them. `None` when
+    /// its chunks are gone: an erase removes them before the head, so the call is being
+    /// erased, or its erase stopped part-way (the next one finishes it). Chunks are
+    /// confirmed with their head and never expire after, so nothing else removes them.
+    async fn revision(&self, pk: &str, item: &Item) -> Result<Option<StoredRevision>, StoreError> {
         let frame = match get_b(item, "body") {
             Some(body) => body.to_vec(),
             None => {
@@ -227,7 +219,7 @@ impl Store {
                 let expected = get_u64(item, "chunks").unwrap_or_default() as usize;
                 let chunks = self.query(pk, SortKeys::Prefix(chunk_prefix(token)), None).await?;
                 if chunks.len() != expected {
-                    return Err(StoreError::Internal(format!("{} of {expected} chunks found", chunks.len())));
+                    return Ok(None);
                 }
                 let parts: Vec<&[u8]> = chunks.iter().map(|c| get_b(c, "data").unwrap_or_default()).collect();
                 parts.concat()
@@ -237,13 +229,13 @@ impl Store {
         let document = String::from_utf8(unpacked.document)
             .map_err(|e| StoreError::Internal(e.to_string()))
             .and_then(|json| RawValue::from_string(json).map_err(|e| StoreError::Internal(e.to_string())))?;
-        Ok(StoredRevision {
+        Ok(Some(StoredRevision {
             revision: get_u64(item, "revision").unwrap_or(1),
             digest: get_s(item, "digest").unwrap_or_default().to_owned(),
             updated_at: get_u64(item, "updated_at").unwrap_or_default(),
             document,
             raw: unpacked.raw,
-        })
+        }))
     }
 
     /// Every item of the call partition whose sort key is in `range`, in order, read
@@ -257,9 +249,10 @@ impl Store {
         super::query::query(&self.client, &self.table, pk, &range, true, projection).await
     }
 
-    /// The raw head item (for tests and tools that check what was written).
+    /// The raw item at the head's key, a tombstone included (for tests and tools that
+    /// check what was written).
     pub async fn raw_head(&self, workspace_id: u64, call_id: &str) -> Result<Option<Item>, StoreError> {
-        self.head(&call_pk(workspace_id, call_id)).await
+        self.item(&call_pk(workspace_id, call_id), super::item::HEAD).await
     }
 }
 

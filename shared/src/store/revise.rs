@@ -1,10 +1,11 @@
 //! A new revision: the submission becomes the head, the old head is kept as `REV#<n>`, in
-//! one transaction conditioned on the revision number (optimistic concurrency).
+//! one transaction conditioned on the head being the one read: its id, revision number
+//! and submission (optimistic concurrency).
 
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{item_size, n, put_new, revision_sk, s, Item};
+use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_IDS};
 use super::submission::{id_and_revision, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
@@ -18,29 +19,36 @@ impl Store {
         // A call keeps its place in the listings (its first start, else when it was first
         // received): one that moved while a client pages through would be listed twice,
         // or skipped.
-        if let Some(listed) = old.get("listed_ms") {
-            head.insert("listed_ms".into(), listed.clone());
+        for carried in ["listed_ms", ERASED_IDS] {
+            if let Some(value) = old.get(carried) {
+                head.insert(carried.into(), value.clone());
+            }
         }
         let mut kept = old.clone();
         kept.insert("sk".into(), s(revision_sk(revision)));
-        // Only heads are indexed (found by id, listed).
-        for key in super::item::HEAD_ONLY {
+        // Only heads are indexed (found by id, listed), and only they guard erased ids.
+        for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS]) {
             kept.remove(*key);
         }
+        // The head must still be the one read: the same revision of the same call, written
+        // by the same submission. A revision number alone would match a call stored again
+        // after an erase, and this write would put the erased call back over it.
+        let mut put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(head))
+            .expression_attribute_names("#revision", "revision")
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#submission", "submission")
+            .expression_attribute_values(":seen", n(revision))
+            .expression_attribute_values(":id", n(id));
+        put = match get_s(old, "submission") {
+            Some(token) => put
+                .condition_expression("#revision = :seen AND #id = :id AND #submission = :token")
+                .expression_attribute_values(":token", s(token)),
+            None => put.condition_expression("#revision = :seen AND #id = :id AND attribute_not_exists(#submission)"),
+        };
         let bytes = sub.bytes + item_size(&kept);
-        let mut items = vec![
-            put_new(&self.table, kept)?,
-            TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(head))
-                        .condition_expression("revision = :seen")
-                        .expression_attribute_values(":seen", n(revision))
-                        .build()?,
-                )
-                .build(),
-        ];
+        let mut items = vec![put_new(&self.table, kept)?, TransactWriteItem::builder().put(put.build()?).build()];
         items.extend(self.confirm_chunks(sub)?);
         Ok(match self.transact(items, 2).await? {
             Transaction::Committed => Some(Stored {
