@@ -174,11 +174,24 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
 /// A fixture token is known to whoever read the repository: against AWS it may only send,
 /// never read or erase a workspace's calls.
 fn check_fixture_scopes(scopes: Scopes, endpoint: Option<&str>) -> anyhow::Result<()> {
-    let local = endpoint.is_some_and(|e| e.contains("://127.0.0.1") || e.contains("://localhost"));
+    let local = endpoint.is_some_and(is_loopback);
     if !local && (scopes.contains(Scope::Read) || scopes.contains(Scope::Erase)) {
         bail!("a --token-file key may read or erase only in a local DynamoDB (AWS_ENDPOINT_URL_DYNAMODB on 127.0.0.1)");
     }
     Ok(())
+}
+
+/// Whether `endpoint` is a URL whose host is this machine: `localhost`, or a loopback
+/// address (127.0.0.0/8, ::1). The host is parsed, not searched for: `127.0.0.1.evil.example`
+/// is another machine, and so is a URL that names a user before its host.
+fn is_loopback(endpoint: &str) -> bool {
+    let Ok(uri) = endpoint.parse::<http::Uri>() else { return false };
+    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else { return false };
+    if !matches!(scheme, "http" | "https") || authority.as_str().contains('@') {
+        return false;
+    }
+    let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A fixture token must look like a real key: the prefix (so scanners find it), then
@@ -213,6 +226,26 @@ mod tests {
         assert!(check_fixture_scopes(read, None).is_err());
         assert!(check_fixture_scopes(read, Some("https://dynamodb.us-east-1.amazonaws.com")).is_err());
         assert!(check_fixture_scopes(read, Some("http://127.0.0.1:8000")).is_ok());
+    }
+
+    #[test]
+    fn only_a_loopback_host_is_local() {
+        for local in ["http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000", "https://127.9.0.1"] {
+            assert!(is_loopback(local), "{local}");
+        }
+        for remote in [
+            "http://127.0.0.1.evil.example:8000",
+            "http://localhost.evil.example",
+            "http://evil.example/127.0.0.1",
+            "http://127.0.0.1@evil.example",
+            "http://evil.example?h=://127.0.0.1",
+            "ftp://127.0.0.1",
+            "127.0.0.1:8000",
+            "http://10.0.0.1:8000",
+            "",
+        ] {
+            assert!(!is_loopback(remote), "{remote}");
+        }
     }
 
     #[test]
