@@ -16,7 +16,13 @@ What it does as AWS does (and `cargo lambda watch` does not):
     (see README "Limits");
   * refuses bodies over the HTTP API's 10 MB payload limit the same way;
   * gives each instance one event at a time, and queues the rest, as Lambda does;
-  * answers 500 `{"message":"Internal Server Error"}` when a function fails or exits.
+  * answers 500 `{"message":"Internal Server Error"}` when a function fails or exits;
+  * answers a request that no route serves, whatever its method (TRACE, CONNECT, PROPFIND
+    and any other too), 404 `{"message":"Not Found"}` in JSON, never http.server's HTML
+    501 page; a method a path's routes do not name still reaches the path's ANY route (the
+    function answers 405 itself);
+  * takes many connections at once: a listen backlog of 1024, not socketserver's 5 (with 5,
+    fifty clients connecting together see resets and timeouts).
 It also serves Lambda's Invoke API, `POST /2015-03-31/functions/<name>/invocations`, so an
 event file can be sent as it is (`cargo lambda invoke -A 127.0.0.1 -P <port> <name>`).
 
@@ -30,7 +36,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -90,6 +95,15 @@ def route_for(method, path):
 TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/xml")
 
 
+class Server(ThreadingHTTPServer):
+    """A threading HTTP server with a listen backlog for many clients connecting at once
+    (socketserver's default is 5; server_activate passes this to listen(), which the kernel
+    caps at net.core.somaxconn)."""
+
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 class Invocation:
     def __init__(self, event):
         self.id = str(uuid.uuid4())
@@ -106,8 +120,7 @@ class Function:
         self.queue = queue.Queue()
         self.pending = {}
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), runtime_handler(self))
-        self.server.daemon_threads = True
+        self.server = Server(("127.0.0.1", 0), runtime_handler(self))
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         port = self.server.server_address[1]
         self.env = dict(env)
@@ -258,14 +271,32 @@ def front_handler(functions):
         def log_message(self, *args):
             pass
 
-        def gateway_answer(self, status, message):
-            body = json.dumps({"message": message}).encode()
+        def __getattr__(self, name):
+            # Every method, whatever it is, goes to the routes (http.server would answer a
+            # method without its do_<METHOD> with an HTML 501): as in API Gateway, a path's
+            # ANY route takes it, and a request no route serves is 404.
+            if name.startswith("do_"):
+                return self.handle_any
+            raise AttributeError(name)
+
+        def gateway_answer(self, status, message, close=False):
+            """API Gateway's own answer: `{"message":…}` in JSON (no body for HEAD)."""
+            body = json.dumps({"message": message}, separators=(",", ":")).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.send_header("apigw-requestid", base64.b64encode(os.urandom(12)).decode())
+            if close:
+                self.close_connection = True
+                self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def send_error(self, code, message=None, explain=None):
+            """http.server's own refusals (a malformed request line, a header or URI too
+            long) in the gateway's JSON shape rather than its HTML page."""
+            self.gateway_answer(code, self.responses.get(code, ("Error",))[0], close=True)
 
         def handle_any(self):
             path, _, raw_query = self.path.partition("?")
@@ -311,7 +342,8 @@ def front_handler(functions):
                     self.send_header(k, v)
             self.send_header("Content-Length", str(len(out)))
             self.end_headers()
-            self.wfile.write(out)
+            if self.command != "HEAD":
+                self.wfile.write(out)
 
         def invoke_directly(self, name, event):
             """Lambda's Invoke API (`cargo lambda invoke`, `aws lambda invoke`): the event
@@ -333,8 +365,6 @@ def front_handler(functions):
             self.end_headers()
             self.wfile.write(raw)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = handle_any
-
     return Front
 
 
@@ -352,9 +382,8 @@ def main():
             f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
             functions[name] = f
             started.append(f)
-    server = ThreadingHTTPServer((args.host, args.port), front_handler(functions))
-    server.daemon_threads = True
-    server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # SO_REUSEADDR is set before bind (HTTPServer.allow_reuse_address).
+    server = Server((args.host, args.port), front_handler(functions))
 
     def stop(*_):
         for f in started:

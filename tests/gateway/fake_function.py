@@ -1,0 +1,29 @@
+"""A stand-in for a function's binary, for the local API Gateway's own tests: speaks the
+Lambda Runtime API as the functions do (GET …/invocation/next, POST …/<id>/response) and
+answers every event with 200 and JSON naming the function, the route key and the method,
+so a test sees which function a request reached and through which route."""
+import json
+import os
+import urllib.request
+
+API = f"http://{os.environ['AWS_LAMBDA_RUNTIME_API']}/2018-06-01/runtime/invocation"
+NAME = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
+
+
+def main():
+    while True:
+        with urllib.request.urlopen(f"{API}/next") as r:
+            request_id = r.headers["Lambda-Runtime-Aws-Request-Id"]
+            event = json.loads(r.read())
+        answer = {
+            "statusCode": 200,
+            "headers": {"content-type": "application/json"},
+            "body": json.dumps({"function": NAME, "routeKey": event["routeKey"],
+                                "method": event["requestContext"]["http"]["method"]}),
+        }
+        urllib.request.urlopen(urllib.request.Request(f"{API}/{request_id}/response", method="POST",
+                                                      data=json.dumps(answer).encode())).read()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The local API Gateway (scripts/front.py) on its own, in front of stand-in functions
+(fake_function.py: the Lambda Runtime API, no Rust binary): it takes many connections at
+once, and answers a request no route serves as API Gateway does, 404
+`{"message":"Not Found"}` in JSON, whatever the method."""
+import http.client
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import front  # noqa: E402
+
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_function.py")
+# Clients connecting at the same moment.
+CONNECTIONS = 200
+# API Gateway's answer to a request no route serves.
+NOT_FOUND = b'{"message":"Not Found"}'
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory):
+    """front.py serving template.yaml's routes, each function a fake_function.py."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    for name in {name for _, _, name in front.ROUTES}:
+        exe = bin_dir / name
+        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}"\n')
+        exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "front.py"), "--port", "0",
+                          "--instances", "2", "--bin", str(bin_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("READY "), f"front.py did not start: {line!r}"
+        yield int(line.split()[1])
+    finally:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def call(port, method, path):
+    """(status, headers, body) of one request."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        c.request(method, path)
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("method, path", [
+    ("TRACE", "/"),
+    ("GET", "/nope"),
+    ("POST", "/nope"),
+    ("GET", "/"),
+    ("TRACE", "/api/v1/public"),
+    ("PROPFIND", "/nope"),
+    ("GET", "/api/v1/public/call/abc/other"),
+    ("CONNECT", "example.com:443"),
+])
+def test_a_request_no_route_serves_is_404_json(port, method, path):
+    status, headers, body = call(port, method, path)
+    assert status == 404, body
+    assert headers["content-type"] == "application/json"
+    assert body == NOT_FOUND
+
+
+def raw(port, data):
+    """All the bytes front.py answers to `data`, sent as they are, until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_head_with_no_route_is_404_without_a_body(port):
+    """HEAD: the status and headers only, so that the next answer on the connection
+    starts where it should."""
+    answer = raw(port, b"HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+                       b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    head, rest = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 404 ")
+    assert rest.startswith(b"HTTP/1.1 404 "), rest[:60]
+    assert rest.endswith(b"\r\n\r\n" + NOT_FOUND)
+
+
+def test_a_malformed_request_is_refused_in_json(port):
+    """http.server's own refusals are JSON too, never its HTML error page."""
+    answer = raw(port, b"GET /a path with spaces HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"Content-Type: application/json" in answer
+    assert answer.endswith(b"\r\n\r\n" + b'{"message":"Bad Request"}')
+
+
+@pytest.mark.parametrize("method, path, function, route", [
+    ("GET", "/api/v1/public/call/abc", "get-call", "GET /api/v1/public/call/{id}"),
+    ("POST", "/api/v1/public/call", "create-call", "POST /api/v1/public/call"),
+    ("GET", "/api/v1/public/call", "get-call", "GET /api/v1/public/call"),
+    # A method the path's routes do not name reaches the path's ANY route: the function
+    # answers (405 with Allow), not the gateway.
+    ("DELETE", "/v1/calls", "send-call-data", "ANY /v1/calls"),
+    ("TRACE", "/v1/calls", "send-call-data", "ANY /v1/calls"),
+    ("PROPFIND", "/api/v1/public/call/abc/revisions", "call-revisions", "ANY /api/v1/public/call/{id}/revisions"),
+])
+def test_a_routed_request_reaches_its_function(port, method, path, function, route):
+    status, _, body = call(port, method, path)
+    assert status == 200, body
+    assert json.loads(body) == {"function": function, "routeKey": route, "method": method}
+
+
+def test_many_connections_at_once_all_get_an_answer(port):
+    """CONNECTIONS clients connect at the same moment and each sends a request: each gets
+    an HTTP answer (none is refused or reset by a full listen backlog)."""
+    start = threading.Barrier(CONNECTIONS)
+    outcomes = [None] * CONNECTIONS
+
+    def client(i):
+        start.wait()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(b"GET /api/v1/public/call/c%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % i)
+                answer = b""
+                while chunk := s.recv(65536):
+                    answer += chunk
+            outcomes[i] = answer.split(b"\r\n", 1)[0].decode()
+        except OSError as e:
+            outcomes[i] = repr(e)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CONNECTIONS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failed = [o for o in outcomes if o != "HTTP/1.1 200 OK"]
+    assert not failed, f"{len(failed)} of {CONNECTIONS} connections failed, e.g. {failed[:3]}"
