@@ -4,7 +4,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::api::{BodyError, CreateCall, SendCallData, Violation};
+use crate::api::{counts, BodyError, CreateCall, Problem, SendCallData, Violation};
 use crate::{normalize, validate};
 
 /// Version of the stored document's shape; bump it when the shape changes.
@@ -55,6 +55,18 @@ pub enum Rejection {
     Unreadable(BodyError),
     /// Read, but breaks rules: 422, every violation listed.
     Invalid(Vec<Violation>),
+    /// Past a count limit ([`crate::api::counts`]): 422 naming that one place; not parsed.
+    OverLimit(Violation),
+}
+
+impl From<Rejection> for Problem {
+    fn from(r: Rejection) -> Problem {
+        match r {
+            Rejection::Unreadable(e) => Problem::unreadable(&e),
+            Rejection::Invalid(v) => Problem::invalid(v),
+            Rejection::OverLimit(v) => Problem::over_limit(v),
+        }
+    }
 }
 
 impl CallDocument {
@@ -98,14 +110,20 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Reads an operation B body; fails only when it is not a JSON object.
-pub fn parse_create_call(body: &[u8]) -> Result<CreateCall, BodyError> {
-    serde_json::from_slice(body).map_err(|e| BodyError::from_json(&e))
+/// Reads an operation B body; fails when it is past a count limit or not a JSON object.
+pub fn parse_create_call(body: &[u8]) -> Result<CreateCall, Rejection> {
+    parse(body, counts::Layout::CREATE_CALL)
 }
 
-/// Reads an operation A body; fails only when it is not a JSON object.
-pub fn parse_send_call_data(body: &[u8]) -> Result<SendCallData, BodyError> {
-    serde_json::from_slice(body).map_err(|e| BodyError::from_json(&e))
+/// Reads an operation A body; fails when it is past a count limit or not a JSON object.
+pub fn parse_send_call_data(body: &[u8]) -> Result<SendCallData, Rejection> {
+    parse(body, counts::Layout::SEND_CALL_DATA)
+}
+
+/// The counts first, so nothing is built for a body past them; then the typed parse.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: counts::Layout) -> Result<T, Rejection> {
+    counts::check(body, layout).map_err(Rejection::OverLimit)?;
+    serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
 }
 
 /// Validates and normalises an operation B body.
@@ -131,10 +149,7 @@ pub fn accept_send_call_data(call: SendCallData) -> Result<CallDocument, Vec<Vio
 /// Bytes to document for `operation`, the whole pure pipeline.
 pub fn ingest(operation: Operation, body: &[u8]) -> Result<CallDocument, Rejection> {
     match operation {
-        Operation::CreateCall => {
-            accept_create_call(parse_create_call(body).map_err(Rejection::Unreadable)?).map_err(Rejection::Invalid)
-        }
-        Operation::SendCallData => accept_send_call_data(parse_send_call_data(body).map_err(Rejection::Unreadable)?)
-            .map_err(Rejection::Invalid),
+        Operation::CreateCall => accept_create_call(parse_create_call(body)?).map_err(Rejection::Invalid),
+        Operation::SendCallData => accept_send_call_data(parse_send_call_data(body)?).map_err(Rejection::Invalid),
     }
 }

@@ -59,6 +59,7 @@ fn accept(op: Operation, body: &Value) -> CallDocument {
         Ok(doc) => doc,
         Err(Rejection::Invalid(list)) => panic!("rejected: {list:#?}\nbody: {body}"),
         Err(Rejection::Unreadable(e)) => panic!("unreadable: {e}"),
+        Err(Rejection::OverLimit(v)) => panic!("over a count limit: {v:?}"),
     }
 }
 
@@ -410,6 +411,7 @@ fn derived_segment_times_never_end_before_start() {
         match ingest(Operation::CreateCall, &bytes) {
             Err(Rejection::Invalid(_)) => {}
             Err(Rejection::Unreadable(e)) => failures.push(format!("unreadable {e}")),
+            Err(Rejection::OverLimit(v)) => failures.push(format!("over a count limit {v:?}")),
             Ok(doc) => {
                 let call = serde_json::to_value(&doc).unwrap()["call"].clone();
                 let s = &call["transcript_with_tool_calls"][0];
@@ -539,6 +541,7 @@ fn send_call_data_started_at_that_is_accepted_is_stored() {
             assert!(list.iter().any(|v| v.pointer == "/startedAt"), "{list:?}")
         }
         Err(Rejection::Unreadable(e)) => panic!("unreadable: {e}"),
+        Err(Rejection::OverLimit(v)) => panic!("over a count limit: {v:?}"),
         Ok(doc) => {
             let call = serde_json::to_value(&doc).unwrap()["call"].clone();
             assert!(call.get("start_timestamp").is_some(), "startedAt accepted but not stored: {call}");

@@ -130,6 +130,7 @@ fn describe(outcome: &Result<call::CallDocument, Rejection>) -> String {
         Ok(_) => "accepted (201)".to_owned(),
         Err(Rejection::Unreadable(e)) => format!("unreadable (400): {e}"),
         Err(Rejection::Invalid(v)) => format!("invalid (422): {v:?}"),
+        Err(Rejection::OverLimit(v)) => format!("over a count limit (422): {v:?}"),
     }
 }
 
@@ -277,12 +278,13 @@ fn code_name(code: Code) -> &'static str {
         Code::Range => "range",
         Code::OneOf => "one_of",
         Code::Format => "format",
+        Code::Limit => "limit",
     }
 }
 
 #[test]
 fn the_problem_code_enum_lists_exactly_the_codes_the_service_sends() {
-    let codes = [Code::Required, Code::Type, Code::Length, Code::Range, Code::OneOf, Code::Format];
+    let codes = [Code::Required, Code::Type, Code::Length, Code::Range, Code::OneOf, Code::Format, Code::Limit];
     for code in codes {
         assert_eq!(code.as_str(), code_name(code), "{code:?}");
         assert_eq!(Code::parse(code_name(code)), Some(code), "{code:?}");

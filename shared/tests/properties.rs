@@ -708,6 +708,7 @@ fn check_answer(
             Ok(())
         }
         Err(Rejection::Unreadable(_)) => Ok(()),
+        Err(Rejection::OverLimit(v)) => check_violation(op, body, &v),
         Err(Rejection::Invalid(list)) => {
             prop_assert!(!list.is_empty(), "422 without a violation");
             prop_assert!(list.windows(2).all(|w| w[0] < w[1]), "violations not sorted and unique: {:#?}", list);

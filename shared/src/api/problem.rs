@@ -19,6 +19,8 @@ pub enum Code {
     OneOf,
     /// A string that is not in the expected format (an RFC 3339 time, ...).
     Format,
+    /// Past a count limit of the body (segments, words, members, nesting, values).
+    Limit,
 }
 
 impl Code {
@@ -31,12 +33,13 @@ impl Code {
             Code::Range => "range",
             Code::OneOf => "one_of",
             Code::Format => "format",
+            Code::Limit => "limit",
         }
     }
 
     /// The code named `s`, as written by [`Code::as_str`].
     pub fn parse(s: &str) -> Option<Code> {
-        [Code::Required, Code::Type, Code::Length, Code::Range, Code::OneOf, Code::Format]
+        [Code::Required, Code::Type, Code::Length, Code::Range, Code::OneOf, Code::Format, Code::Limit]
             .into_iter()
             .find(|c| c.as_str() == s)
     }
@@ -106,23 +109,40 @@ pub struct Problem {
     pub slug: &'static str,
     pub title: &'static str,
     pub detail: String,
+    /// The violations listed: at most [`MAX_LISTED`].
     pub errors: Vec<Violation>,
+    /// How many more there were, not listed (the answer stays small whatever the body).
+    pub unlisted: usize,
 }
+
+/// Most violations one answer lists; the rest are counted.
+pub const MAX_LISTED: usize = 100;
 
 impl Problem {
     pub fn new(status: u16, slug: &'static str, title: &'static str, detail: impl Into<String>) -> Self {
-        Problem { status, slug, title, detail: detail.into(), errors: Vec::new() }
+        Problem { status, slug, title, detail: detail.into(), errors: Vec::new(), unlisted: 0 }
     }
 
-    /// 422 listing `errors` (sorted by pointer, so the body is stable).
+    /// 422 listing `errors` (sorted by pointer, so the body is stable): the first
+    /// [`MAX_LISTED`], and how many more there were.
     pub fn invalid(mut errors: Vec<Violation>) -> Self {
         errors.sort();
         errors.dedup();
         let detail = match errors.len() {
             1 => "1 field is invalid".to_owned(),
+            n if n > MAX_LISTED => format!("{n} fields are invalid; the first {MAX_LISTED} are listed"),
             n => format!("{n} fields are invalid"),
         };
-        Problem { errors, ..Problem::new(422, "validation", "Request body is invalid", detail) }
+        let unlisted = errors.len().saturating_sub(MAX_LISTED);
+        errors.truncate(MAX_LISTED);
+        Problem { errors, unlisted, ..Problem::new(422, "validation", "Request body is invalid", detail) }
+    }
+
+    /// 422 for a body past a count limit (segments, words, keys, nesting): parsing stopped
+    /// there, so this violation alone is reported, and the detail names the limit.
+    pub fn over_limit(violation: Violation) -> Self {
+        let detail = format!("{} at {}; parsing stopped there", violation.message, violation.pointer);
+        Problem { errors: vec![violation], ..Problem::new(422, "validation", "Request body is invalid", detail) }
     }
 
     /// 400 for a body that cannot be read.
@@ -146,6 +166,8 @@ impl Problem {
             request_id: &'a str,
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             errors: &'a [Violation],
+            #[serde(skip_serializing_if = "is_zero")]
+            errors_not_listed: usize,
         }
         let body = Body {
             success: envelope.then_some(false),
@@ -156,10 +178,15 @@ impl Problem {
             detail: &self.detail,
             request_id,
             errors: &self.errors,
+            errors_not_listed: self.unlisted,
         };
         // Serialising plain strings and numbers into a Vec cannot fail.
         serde_json::to_vec(&body).unwrap_or_default()
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -43,13 +43,20 @@ pub async fn handle(app: &App, endpoint: impl Into<Endpoint>, request: Request) 
         Endpoint::GetRawCall => raw::answer(app, &request, &request_id, &mut log).await,
         Endpoint::EraseCall => erase_call::answer(app, &request, &request_id, &mut log).await,
     };
-    let response = match answer {
+    let mut response = match answer {
         Ok(response) => response,
         Err(problem) => {
             log.problem = Some(problem.slug);
             respond::problem(&problem, endpoint, &request_id)
         }
     };
+    if !respond::fits(&response) {
+        // Every answer is sized where it is made; this is the net under them all, so that
+        // the client gets our answer and its request id, not the gateway's.
+        let problem = Problem::new(500, "internal", "Internal error", "the answer was too large to send");
+        log.problem = Some(problem.slug);
+        response = respond::problem(&problem, endpoint, &request_id);
+    }
     log.status = response.status().as_u16();
     log.finish(&request_id, started.elapsed(), app.config.json_logs);
     response
@@ -102,7 +109,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             let workspace_id = enter(app, &lookup, &principal, Some(workspace_id), log).await?;
             let agent = app.directory().authorize(&lookup, workspace_id).map_err(denied)?;
             let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
-            let parsed = call::parse_create_call(&body).map_err(|e| Problem::unreadable(&e))?;
+            let parsed = call::parse_create_call(&body)?;
             let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
             store(app, workspace_id, &agent.id, &doc, &body, log).await
         }
@@ -117,7 +124,7 @@ async fn process(app: &App, operation: Operation, request: &Request, log: &mut R
             // No workspace asked for: the API key's own (sessions were refused).
             let workspace_id = enter(app, &lookup, &principal, None, log).await?;
             let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
-            let parsed = call::parse_send_call_data(&body).map_err(|e| Problem::unreadable(&e))?;
+            let parsed = call::parse_send_call_data(&body)?;
             let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
             let agent = match agent_id {
                 Some(id) => {

@@ -104,6 +104,16 @@ pub fn encoded(
     Ok(response)
 }
 
+/// Whether `response` fits in Lambda's answer, as Lambda carries its body.
+pub fn fits(response: &Response<Body>) -> bool {
+    let carried = match response.body() {
+        Body::Text(text) => carried_as_text(text.as_bytes()),
+        Body::Binary(bytes) => bytes.len().div_ceil(3) * 4,
+        _ => 0,
+    };
+    carried + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT
+}
+
 /// Most bytes one ranged answer carries: sent as binary, Lambda carries them as base64
 /// (4 MiB), well inside its 6 MB.
 pub const MAX_RANGE_BYTES: usize = 3 * 1024 * 1024;

@@ -46,18 +46,30 @@ pub fn pack(raw: &[u8], document: &[u8]) -> std::io::Result<Packed> {
     Ok(Packed { frame: encoder.finish()?, unpacked_len })
 }
 
-/// The inverse of [`pack`].
+/// The raw body and the document of a frame made by [`pack`]. Each is read into a buffer of
+/// its exact size (the frame declares its content size): no buffer grows by doubling and
+/// nothing is copied, so a call at the 32 MiB cap takes its own size once in memory.
 pub fn unpack(frame: &[u8]) -> std::io::Result<Unpacked> {
-    let mut all = zstd::stream::decode_all(frame)?;
+    use std::io::Read;
     let corrupt = || std::io::Error::new(std::io::ErrorKind::InvalidData, "stored frame is corrupt");
-    let header: [u8; 8] = all.get(..8).and_then(|h| h.try_into().ok()).ok_or_else(corrupt)?;
+    let total = zstd::zstd_safe::get_frame_content_size(frame).ok().flatten();
+    let mut decoder = zstd::stream::read::Decoder::new(frame)?;
+    let mut header = [0u8; 8];
+    decoder.read_exact(&mut header)?;
     let raw_len = usize::try_from(u64::from_le_bytes(header)).map_err(|_| corrupt())?;
-    if all.len() < 8 + raw_len {
+    let total = total.and_then(|t| usize::try_from(t).ok());
+    if total.is_some_and(|t| t < 8 + raw_len) {
         return Err(corrupt());
     }
-    let document = all.split_off(8 + raw_len);
-    all.drain(..8);
-    Ok(Unpacked { raw: all, document })
+    let mut raw = Vec::new();
+    raw.try_reserve_exact(raw_len).map_err(|_| corrupt())?;
+    (&mut decoder).take(raw_len as u64).read_to_end(&mut raw)?;
+    if raw.len() != raw_len {
+        return Err(corrupt());
+    }
+    let mut document = Vec::with_capacity(total.map_or(0, |t| t - 8 - raw_len));
+    decoder.read_to_end(&mut document)?;
+    Ok(Unpacked { raw, document })
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@ pub mod messages;
 pub mod pointer;
 pub mod rules;
 
+use std::collections::HashSet;
+
 use garde::Validate;
 
 use crate::api::lenient::WrongTypes;
@@ -48,18 +50,36 @@ fn garde_rules<T: Validate<Context = ()>>(value: &T, names: &[&[(&str, &'static 
 }
 
 /// Sorts, removes repeats, and drops what follows from a wrong type: a field that is
-/// not an object has no members to be missing.
+/// not an object has no members to be missing. Linear in the violations (each pointer's
+/// ancestors are looked up in a set), then a sort.
 fn finish(mut out: Vec<Violation>) -> Vec<Violation> {
-    let wrong: Vec<String> = out.iter().filter(|v| v.code == Code::Type).map(|v| v.pointer.clone()).collect();
+    let wrong: HashSet<String> = out.iter().filter(|v| v.code == Code::Type).map(|v| v.pointer.clone()).collect();
     if !wrong.is_empty() {
-        out.retain(|v| {
-            v.code == Code::Type
-                || !wrong.iter().any(|w| {
-                    v.pointer.strip_prefix(w.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-                })
-        });
+        out.retain(|v| v.code == Code::Type || !under_any(&v.pointer, &wrong));
     }
     out.sort();
     out.dedup();
     out
+}
+
+/// Whether `pointer` or one of its ancestors is in `set`.
+fn under_any(pointer: &str, set: &HashSet<String>) -> bool {
+    set.contains(pointer) || pointer.match_indices('/').any(|(i, _)| set.contains(&pointer[..i]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn violations_below_a_wrong_type_are_dropped_and_others_kept() {
+        let out = finish(vec![
+            Violation::new("/a/b", Code::Required, "is required"),
+            Violation::new("/a", Code::Type, "must be an object, found a string"),
+            Violation::new("/ab", Code::Required, "is required"),
+            Violation::new("/a", Code::Required, "is required"),
+        ]);
+        let pointers: Vec<_> = out.iter().map(|v| (v.pointer.as_str(), v.code)).collect();
+        assert_eq!(pointers, [("/a", Code::Type), ("/ab", Code::Required)]);
+    }
 }

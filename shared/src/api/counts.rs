@@ -1,0 +1,414 @@
+//! Count limits on a request body: segments, words, keys per object, nesting and values.
+//!
+//! Bytes alone do not bound what a body costs: `{}` is 2 bytes of JSON and a whole segment
+//! (hundreds of bytes) once parsed, so a 2 KB gzip body can expand to a tree larger than
+//! the function's memory. One pass over the bytes, allocating nothing, checks the counts
+//! before the typed parse builds anything, and stops at the first element past a limit.
+//!
+//! The limits are set from real calls (a 60-minute call has about 1,000 turns and 9,000
+//! words) and from the 32 MiB a body may expand to: a realistic call at that cap fits with
+//! room to spare; a body of empty objects or tiny values at that cap does not.
+
+use super::problem::{Code, Violation};
+
+/// Most segments (operation B's `transcript_with_tool_calls`, operation A's `transcript`).
+pub const MAX_SEGMENTS: usize = 50_000;
+/// Most words in one segment.
+pub const MAX_WORDS_PER_SEGMENT: usize = 20_000;
+/// Most words in one call.
+pub const MAX_WORDS: usize = 400_000;
+/// Most members of one object.
+pub const MAX_KEYS: usize = 10_000;
+/// Deepest nesting of arrays and objects (the body itself is level 1).
+pub const MAX_DEPTH: usize = 64;
+/// Most JSON values in one body, at any depth, words aside (each has its own limit): every
+/// value counts 1, each array and object [`CONTAINER_WEIGHT`] more, and each member of an
+/// object [`MEMBER_WEIGHT`] more. Once read, a value in an array takes 32 bytes, a member of
+/// a free-form object about 130, and an array or object holding anything at least 128.
+pub const MAX_VALUES: usize = 1_500_000;
+/// What a member of an object adds to the count of values, besides its value.
+pub const MEMBER_WEIGHT: usize = 2;
+/// What an array or object adds to the count of values, besides itself.
+pub const CONTAINER_WEIGHT: usize = 3;
+/// A word's own fields: read into a word, counted by the words limits, not as values.
+const WORD_FIELDS: [&str; 4] = ["word", "start_ms", "end_ms", "confidence"];
+
+/// Where a body keeps its segments, and whether they carry words.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    pub segments: &'static str,
+    pub words: bool,
+}
+
+impl Layout {
+    pub const CREATE_CALL: Layout = Layout { segments: "transcript_with_tool_calls", words: true };
+    pub const SEND_CALL_DATA: Layout = Layout { segments: "transcript", words: false };
+}
+
+/// What a container is to the limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Root,
+    Segments,
+    Segment,
+    Words,
+    Word,
+    Other,
+}
+
+/// An open array or object.
+struct Frame {
+    array: bool,
+    role: Role,
+    /// Elements or members so far.
+    count: usize,
+    /// The current member's key, as a span of the body between its quotes.
+    key: (usize, usize),
+}
+
+/// Checks `body` against the count limits. A body that is not well-formed JSON passes:
+/// the parser that follows refuses it with its own, better, message.
+pub fn check(body: &[u8], layout: Layout) -> Result<(), Violation> {
+    Scan { body, layout, at: 0, stack: Vec::new(), values: 0, words: 0, uncounted: false }.run()
+}
+
+struct Scan<'a> {
+    body: &'a [u8],
+    layout: Layout,
+    at: usize,
+    stack: Vec<Frame>,
+    values: usize,
+    words: usize,
+    /// The next value is a word or a word's own field: counted by the words limits.
+    uncounted: bool,
+}
+
+/// Why the scan stopped: past a limit, or at something that is not JSON (left to the
+/// parser).
+enum Stop {
+    Over(Violation),
+    Malformed,
+}
+
+impl Scan<'_> {
+    fn run(mut self) -> Result<(), Violation> {
+        match self.values_until_end() {
+            Ok(()) | Err(Stop::Malformed) => Ok(()),
+            Err(Stop::Over(v)) => Err(v),
+        }
+    }
+
+    fn values_until_end(&mut self) -> Result<(), Stop> {
+        loop {
+            self.value()?;
+            // After a value: close containers, or move to the next element or member.
+            loop {
+                let Some(top) = self.stack.last() else { return Ok(()) };
+                let array = top.array;
+                match self.next_byte()? {
+                    b',' if array => {
+                        self.element()?;
+                        break;
+                    }
+                    b',' => {
+                        self.member()?;
+                        break;
+                    }
+                    b']' if array => {
+                        self.stack.pop();
+                    }
+                    b'}' if !array => {
+                        self.stack.pop();
+                    }
+                    _ => return Err(Stop::Malformed),
+                }
+            }
+        }
+    }
+
+    /// One value: a scalar is skipped; a container is opened, and its first element or
+    /// member started (an empty one is closed at once).
+    fn value(&mut self) -> Result<(), Stop> {
+        let counted = !std::mem::take(&mut self.uncounted);
+        if counted {
+            self.count_values(1)?;
+        }
+        match self.next_byte()? {
+            b'"' => self.string().map(|_| ()),
+            open @ (b'[' | b'{') => {
+                let array = open == b'[';
+                if counted {
+                    self.count_values(CONTAINER_WEIGHT)?;
+                }
+                if self.stack.len() + 1 > MAX_DEPTH {
+                    return Err(self.over(format!("nested more than {MAX_DEPTH} levels deep")));
+                }
+                let role = self.role_of_new(array);
+                self.stack.push(Frame { array, role, count: 0, key: (0, 0) });
+                let close = if array { b']' } else { b'}' };
+                if self.peek_byte() == Some(close) {
+                    self.at += 1;
+                    // An empty container is a whole value: back to the caller's loop,
+                    // which looks for what follows it.
+                    self.stack.pop();
+                    return Ok(());
+                }
+                if array {
+                    self.element()?;
+                } else {
+                    self.member()?;
+                }
+                self.value()
+            }
+            _ => {
+                // A number, true, false or null: up to the next delimiter.
+                while let Some(&b) = self.body.get(self.at) {
+                    if matches!(b, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
+                        break;
+                    }
+                    self.at += 1;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// What a container about to be opened is, from where it stands.
+    fn role_of_new(&self, array: bool) -> Role {
+        let Some(parent) = self.stack.last() else { return Role::Root };
+        match (parent.role, array) {
+            (Role::Root, true) if self.key_is(parent, self.layout.segments) => Role::Segments,
+            (Role::Segments, false) => Role::Segment,
+            (Role::Segment, true) if self.layout.words && self.key_is(parent, "words") => Role::Words,
+            (Role::Words, false) => Role::Word,
+            _ => Role::Other,
+        }
+    }
+
+    /// Starts the next element of the array on top.
+    fn element(&mut self) -> Result<(), Stop> {
+        let Some(top) = self.stack.last_mut() else { return Err(Stop::Malformed) };
+        top.count += 1;
+        let (role, count) = (top.role, top.count);
+        match role {
+            Role::Segments if count > MAX_SEGMENTS => {
+                Err(self.over(format!("more than {MAX_SEGMENTS} segments in one call")))
+            }
+            Role::Words if count > MAX_WORDS_PER_SEGMENT => {
+                Err(self.over(format!("more than {MAX_WORDS_PER_SEGMENT} words in one segment")))
+            }
+            Role::Words => {
+                self.words += 1;
+                if self.words > MAX_WORDS {
+                    return Err(self.over(format!("more than {MAX_WORDS} words in one call")));
+                }
+                self.uncounted = true;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Reads the next member's key and colon, of the object on top.
+    fn member(&mut self) -> Result<(), Stop> {
+        if self.next_byte()? != b'"' {
+            return Err(Stop::Malformed);
+        }
+        let key = self.string()?;
+        let Some(top) = self.stack.last_mut() else { return Err(Stop::Malformed) };
+        top.count += 1;
+        top.key = key;
+        let (role, count) = (top.role, top.count);
+        if count > MAX_KEYS {
+            return Err(self.over(format!("more than {MAX_KEYS} members in one object")));
+        }
+        if role == Role::Word && WORD_FIELDS.iter().any(|f| self.key_is_at(key, f)) {
+            self.uncounted = true;
+        } else {
+            self.count_values(MEMBER_WEIGHT)?;
+        }
+        match self.next_byte()? {
+            b':' => Ok(()),
+            _ => Err(Stop::Malformed),
+        }
+    }
+
+    fn count_values(&mut self, n: usize) -> Result<(), Stop> {
+        self.values += n;
+        if self.values > MAX_VALUES {
+            return Err(self.over(format!(
+                "more than {MAX_VALUES} values in one body, words aside (an array or object counts {}, a member of an object {} more)",
+                CONTAINER_WEIGHT + 1,
+                MEMBER_WEIGHT
+            )));
+        }
+        Ok(())
+    }
+
+    /// Skips a string whose opening quote was just read; answers the span of its content.
+    fn string(&mut self) -> Result<(usize, usize), Stop> {
+        let start = self.at;
+        loop {
+            match self.body.get(self.at) {
+                None => return Err(Stop::Malformed),
+                Some(b'"') => {
+                    self.at += 1;
+                    return Ok((start, self.at - 1));
+                }
+                Some(b'\\') => self.at += 2,
+                Some(_) => self.at += 1,
+            }
+        }
+    }
+
+    fn next_byte(&mut self) -> Result<u8, Stop> {
+        self.skip_space();
+        let b = *self.body.get(self.at).ok_or(Stop::Malformed)?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn peek_byte(&mut self) -> Option<u8> {
+        self.skip_space();
+        self.body.get(self.at).copied()
+    }
+
+    fn skip_space(&mut self) {
+        while matches!(self.body.get(self.at), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+            self.at += 1;
+        }
+    }
+
+    /// The key `frame` is at, decoded.
+    fn key_text(&self, frame: &Frame) -> String {
+        self.span_text(frame.key)
+    }
+
+    /// The string at `span` (between its quotes), decoded.
+    fn span_text(&self, span: (usize, usize)) -> String {
+        let raw = &self.body[span.0..span.1];
+        if raw.contains(&b'\\') {
+            // Escapes: let the JSON parser decode them (quotes included in the span).
+            let quoted = &self.body[span.0 - 1..span.1 + 1];
+            serde_json::from_slice::<String>(quoted).unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned())
+        } else {
+            String::from_utf8_lossy(raw).into_owned()
+        }
+    }
+
+    fn key_is(&self, frame: &Frame, name: &str) -> bool {
+        self.key_is_at(frame.key, name)
+    }
+
+    /// Whether the key at `span` is `name` (escapes decoded).
+    fn key_is_at(&self, span: (usize, usize), name: &str) -> bool {
+        let raw = &self.body[span.0..span.1];
+        raw == name.as_bytes() || (raw.contains(&b'\\') && self.span_text(span) == name)
+    }
+
+    /// The violation of a limit at the element or member being read.
+    fn over(&self, message: String) -> Stop {
+        let mut pointer = String::new();
+        for frame in &self.stack {
+            pointer.push('/');
+            if frame.array {
+                pointer.push_str(&frame.count.saturating_sub(1).to_string());
+            } else {
+                for c in self.key_text(frame).chars() {
+                    match c {
+                        '~' => pointer.push_str("~0"),
+                        '/' => pointer.push_str("~1"),
+                        c => pointer.push(c),
+                    }
+                }
+            }
+        }
+        Stop::Over(Violation::new(pointer, Code::Limit, message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segments(n: usize, each: &str) -> String {
+        format!("{{\"transcript_with_tool_calls\":[{}]}}", vec![each; n].join(","))
+    }
+
+    #[test]
+    fn a_body_within_the_limits_passes() {
+        assert!(check(segments(MAX_SEGMENTS, "{}").as_bytes(), Layout::CREATE_CALL).is_ok());
+        assert!(check(br#"{"a":[1,"x\"]",{"b":null}],"c":{}}"#, Layout::CREATE_CALL).is_ok());
+    }
+
+    #[test]
+    fn the_first_segment_past_the_limit_is_named() {
+        let v = check(segments(MAX_SEGMENTS + 5, "{}").as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert_eq!(v.pointer, format!("/transcript_with_tool_calls/{MAX_SEGMENTS}"));
+        assert_eq!(v.code, Code::Limit);
+        assert!(v.message.contains(&MAX_SEGMENTS.to_string()), "{}", v.message);
+    }
+
+    #[test]
+    fn words_are_limited_per_segment_and_per_call() {
+        let words = |n: usize| format!("{{\"words\":[{}]}}", vec!["{}"; n].join(","));
+        let one = segments(1, &words(MAX_WORDS_PER_SEGMENT + 1));
+        let v = check(one.as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert_eq!(v.pointer, format!("/transcript_with_tool_calls/0/words/{MAX_WORDS_PER_SEGMENT}"));
+        let per = MAX_WORDS_PER_SEGMENT;
+        let many = segments(MAX_WORDS / per + 1, &words(per));
+        let v = check(many.as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert_eq!(v.pointer, format!("/transcript_with_tool_calls/{}/words/0", MAX_WORDS / per));
+        // Operation A has no words: the same shape is only values there.
+        assert!(check(one.as_bytes(), Layout::SEND_CALL_DATA).is_ok());
+    }
+
+    #[test]
+    fn escaped_keys_are_the_keys_they_spell() {
+        let body = format!("{{\"transcript\\u005fwith_tool_calls\":[{}]}}", vec!["1"; MAX_SEGMENTS + 1].join(","));
+        let v = check(body.as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert_eq!(v.pointer, format!("/transcript_with_tool_calls/{MAX_SEGMENTS}"));
+    }
+
+    #[test]
+    fn nesting_keys_and_values_are_limited() {
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        let v = check(deep.as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert!(v.pointer.starts_with("/a/0/0"), "{}", v.pointer);
+        assert_eq!(v.pointer.matches('/').count(), MAX_DEPTH);
+
+        let keys: Vec<String> = (0..=MAX_KEYS).map(|i| format!("\"k/{i}\":0")).collect();
+        let wide = format!("{{\"metadata\":{{{}}}}}", keys.join(","));
+        let v = check(wide.as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert_eq!(v.pointer, format!("/metadata/k~1{MAX_KEYS}"));
+
+        // The body and the array (1 + CONTAINER_WEIGHT each) and the member "a" come first.
+        let flat = format!("{{\"a\":[{}]}}", vec!["0"; MAX_VALUES].join(","));
+        let v = check(flat.as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert_eq!(v.pointer, format!("/a/{}", MAX_VALUES - 2 * (1 + CONTAINER_WEIGHT) - MEMBER_WEIGHT));
+        let members: Vec<String> = (0..MAX_VALUES / 3).map(|i| format!("\"k{}\":0", i % MAX_KEYS)).collect();
+        let objects: Vec<String> = members.chunks(MAX_KEYS).map(|c| format!("{{{}}}", c.join(","))).collect();
+        let wide = format!("{{\"a\":[{}]}}", objects.join(","));
+        assert!(check(wide.as_bytes(), Layout::CREATE_CALL).is_err(), "members count {}", MEMBER_WEIGHT + 1);
+    }
+
+    #[test]
+    fn a_words_own_fields_are_counted_as_words_not_values() {
+        let word = r#"{"word":"a","start_ms":1,"end_ms":2,"confidence":1}"#;
+        let segment = format!("{{\"words\":[{}]}}", vec![word; MAX_WORDS_PER_SEGMENT].join(","));
+        let body = segments(10, &segment);
+        assert!(check(body.as_bytes(), Layout::CREATE_CALL).is_ok());
+        // Other members of a word are values like any other.
+        let word = r#"{"word":"a","x":1,"y":2,"z":3,"w":4}"#;
+        let segment = format!("{{\"words\":[{}]}}", vec![word; MAX_WORDS_PER_SEGMENT].join(","));
+        let v = check(segments(10, &segment).as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert!(v.pointer.contains("/words/"), "{}", v.pointer);
+    }
+
+    #[test]
+    fn malformed_bodies_are_left_to_the_parser() {
+        for body in [&b"{\"a\":[1,2"[..], b"{\"a\" 1}", b"[1]]", b"{\"a\":\"\\", b"", b"}"] {
+            assert!(check(body, Layout::CREATE_CALL).is_ok(), "{:?}", String::from_utf8_lossy(body));
+        }
+    }
+}
