@@ -422,6 +422,11 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     assert_eq!(ids(&list(&f, &f.key1, &[("workspace_id", "1")]).await), ["keep-me"]);
     let again = at(&f, Endpoint::EraseCall, Method::DELETE, CALL, &[("id", &id_text)], &f.key1).await;
     assert_eq!(again.body, json!({"id": id, "erased": false, "items_removed": 0}));
+    // A path that is no id at all (the document says id >= 1) is 404, as for the readers.
+    for bad in ["0", "abc", "-1"] {
+        let a = at(&f, Endpoint::EraseCall, Method::DELETE, CALL, &[("id", bad)], &f.key1).await;
+        assert_eq!((a.status, a.body["type"].as_str()), (404, Some("urn:call-ingest:problem:call-not-found")), "{bad}");
+    }
 
     // The same provider call id again: a new call, with a new id; the old id stays gone.
     let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];

@@ -1,5 +1,5 @@
 //! Erasing a call: `DELETE /api/v1/public/call/{id}`. Its head, every revision and every
-//! chunk are deleted. Idempotent: 200 every time, `erased` saying whether this request
+//! chunk are deleted. Idempotent: 200 for any id, `erased` saying whether this request
 //! removed it (`false` for a call already erased, never stored, or of another workspace:
 //! one answer for all three). A later submission with the same provider call id stores a
 //! new call (a new id, `is_new: true`).
@@ -10,14 +10,14 @@ use serde::Serialize;
 
 use super::handler::storage_problem;
 use super::logging::RequestLog;
-use super::reading::{admit, locate, path_id};
+use super::reading::{admit, locate, not_found, path_id};
 use super::{respond, App, Endpoint};
 use crate::api::Problem;
 
 #[derive(Debug, Serialize)]
 struct ErasedBody {
     /// The id asked for.
-    id: Option<u64>,
+    id: u64,
     /// Whether this request removed the call.
     erased: bool,
     /// Items removed (head, revisions, chunks).
@@ -32,9 +32,10 @@ pub async fn answer(
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
     let (workspace_id, ()) = admit(app, Endpoint::EraseCall, request, log, Ok(())).await?;
-    let id = path_id(request);
-    let removed = match (locate(app, workspace_id, id).await?, id) {
-        (Some(call_id), Some(id)) => {
+    // Not a positive integer: the id of no call, the readers' 404.
+    let id = path_id(request).ok_or_else(not_found)?;
+    let removed = match locate(app, workspace_id, Some(id)).await? {
+        Some(call_id) => {
             app.store()
                 .erase_call(workspace_id, &call_id, id)
                 .await

@@ -163,12 +163,13 @@ fn byte_range(header: &str, len: usize) -> Asked {
 /// 206 with bytes `first` to `last` of the uncompressed answer (at most
 /// [`MAX_RANGE_BYTES`]: `Content-Range` says which were sent), so that an answer too large
 /// for one Lambda response is read in parts. Ranges are of the identity representation:
-/// no `Content-Encoding`, whatever `Accept-Encoding` says.
+/// no `Content-Encoding`, whatever `Accept-Encoding` says. A part is bytes, not JSON
+/// (`application/octet-stream`): only the parts joined in order are the JSON answer.
 fn ranged(body: Vec<u8>, first: usize, last: usize, request_id: &str) -> Response<Body> {
     let last = last.min(first + MAX_RANGE_BYTES - 1);
     let total = body.len();
     let part = body.get(first..=last).map(<[u8]>::to_vec).unwrap_or_default();
-    let mut response = json(206, part, "application/json", request_id);
+    let mut response = json(206, part, "application/octet-stream", request_id);
     let headers = response.headers_mut();
     if let Ok(range) = HeaderValue::from_str(&format!("bytes {first}-{last}/{total}")) {
         headers.insert(header::CONTENT_RANGE, range);

@@ -20,12 +20,17 @@ pub fn epoch_millis(value: Number) -> Result<u64, &'static str> {
     if v >= MILLIS_BELOW {
         return Err("must be a Unix time in seconds or milliseconds, not microseconds or nanoseconds");
     }
-    Ok(match value {
+    let ms = match value {
         Number::Int(i) if v >= SECONDS_BELOW => i as u64,
         Number::Int(i) => i as u64 * 1000,
         Number::Float(f) if f >= SECONDS_BELOW => f.ceil() as u64,
         Number::Float(f) => seconds_to_millis(f).unwrap_or_default(),
-    })
+    };
+    // A positive time too small for a whole millisecond (5e-324 s) would be stored as 0.
+    if ms == 0 {
+        return Err("must be a positive Unix time in seconds or milliseconds");
+    }
+    Ok(ms)
 }
 
 /// Whole milliseconds of a decimal number of seconds, rounded up, or `None` when negative
@@ -77,6 +82,9 @@ mod tests {
         assert!(epoch_millis(Number::Int(-5)).is_err());
         assert!(epoch_millis(Number::Int(1_763_700_000_000_000)).is_err());
         assert!(epoch_millis(Number::Int(99_999_999_999_999)).is_ok());
+        // Found by Schemathesis: positive, yet less than half a microsecond of seconds.
+        assert!(epoch_millis(Number::Float(5e-324)).is_err());
+        assert_eq!(epoch_millis(Number::Float(0.0004)), Ok(1));
     }
 
     #[test]
