@@ -3,7 +3,8 @@
 //!
 //! Every input goes through both operations. Beyond "never panics", it checks what the
 //! handlers rely on:
-//! - a body is refused as unreadable (400) exactly when it is not a JSON object;
+//! - a body is refused as unreadable (400) only when it is not a JSON object, and a JSON
+//!   object is refused only as invalid (422) or past a count limit (422, one violation);
 //! - an invalid body (422) lists at least one violation, each with a JSON pointer,
 //!   sorted and without repeats;
 //! - an accepted body's stored form (`to_json`) is JSON that parses back into an object
@@ -27,6 +28,12 @@ fn check(operation: Operation, data: &[u8], is_object: bool) {
     match call::ingest(operation, data) {
         Err(Rejection::Unreadable(_)) => {
             assert!(!is_object, "{operation:?}: a JSON object refused as unreadable");
+        }
+        // Past a count limit: found before parsing, so the body may be any bytes whose
+        // start is JSON; the one violation names where.
+        Err(Rejection::OverLimit(v)) => {
+            assert!(v.pointer.is_empty() || v.pointer.starts_with('/'), "{operation:?}: {:?}", v.pointer);
+            assert_eq!(v.code.as_str(), "limit", "{operation:?}");
         }
         Err(Rejection::Invalid(violations)) => {
             assert!(is_object, "{operation:?}: read a body that is not a JSON object");
