@@ -3,10 +3,13 @@ event limit, bodies that are not UTF-8, compressed bodies, and the largest calls
 import gzip
 import http.client
 import json
+import os
 import subprocess
 
 import front
 from stack import request
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 # Exactly the headers each request here sends (http.client adds none of its own).
 def headers_for(stack, body, extra=()):
@@ -128,3 +131,57 @@ def test_the_readmes_compressed_recipe_no_content_type_is_stored(stack):
     out = r.read()
     conn.close()
     assert r.status == 201, out[:300]
+
+
+def peak_rss(pids):
+    """The highest peak resident set (VmHWM, bytes) among `pids`."""
+    peak = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+        except FileNotFoundError:
+            pass
+    return peak
+
+
+def test_adversarial_compressed_bodies_stay_under_half_the_functions_memory(stack):
+    """Issue 17, item 3: bodies built to cost the most memory per byte, sent gzip (a few KB
+    on the wire), are refused or judged with every function process's peak RSS (a debug
+    build) under half of MemorySize. 600,000 empty segments took one process to 578 MB."""
+    import yaml
+    with open(os.path.join(ROOT, "template.yaml")) as f:
+        memory_mb = yaml.safe_load(f)["Globals"]["Function"]["MemorySize"]
+    budget = memory_mb * 1024 * 1024 // 2
+    wide = "{" + ",".join(f'"k{i}":0' for i in range(10_000)) + "}"
+    words = '{"words":[' + ",".join(["{}"] * 20_000) + "]}"
+    shapes = {
+        "600,000 empty segments": '{"transcript_with_tool_calls":[' + ",".join(["{}"] * 600_000) + "]}",
+        "empty segments at the limit": '{"transcript_with_tool_calls":[' + ",".join(["{}"] * 50_000) + "]}",
+        "empty words at the limit": '{"transcript_with_tool_calls":[' + ",".join([words] * 20) + "]}",
+        "huge metadata objects": '{"metadata":{' + ",".join(f'"m{j}":{wide}' for j in range(49)) + "}}",
+        "deep nesting": '{"call_analysis":{"x":[' + ",".join(["[" * 61 + "]" * 61] * 6_100) + "]}}",
+        "all limits at once": '{"transcript_with_tool_calls":[' + ",".join([words] * 20 + ["{}"] * 49_980)
+                              + '],"call_analysis":{"x":[' + ",".join(["0"] * 1_299_000) + "]}}",
+    }
+    pids = stack.function_pids()
+    for name, body in shapes.items():
+        status, headers, out = post_exact(stack, create_path(stack), gzip.compress(body.encode(), 6),
+                                          [("Content-Encoding", "gzip")])
+        assert status == 422, (name, out[:300])
+        assert headers.get("x-request-id")
+        peak = peak_rss(pids)
+        print(f"{name}: gzip {len(gzip.compress(body.encode(), 6))} bytes, peak RSS so far {peak / 1e6:.1f} MB")
+        assert peak < budget, f"{name}: a function process peaked at {peak} bytes, over {budget}"
+    # The largest call of operation A, long `content` strings, stored and read back whole.
+    items = [{"role": ["agent", "user"][i % 2], "content": "word " * 20_000} for i in range(300)]
+    body = json.dumps({"agentId": stack.dev["agent_id"], "callId": "edge-a-max", "transcript": items}).encode()
+    status, headers, out = post_exact(stack, "/v1/calls", gzip.compress(body, 6), [("Content-Encoding", "gzip")])
+    assert status == 201, out[:300]
+    a = request("GET", f"{stack.url}/api/v1/public/call?workspace_id={stack.dev['workspace_id']}"
+                       f"&provider_call_id=edge-a-max", headers=stack.auth({"Accept-Encoding": "gzip"}), timeout=120)
+    assert a.status == 200, a
+    peak = peak_rss(pids)
+    assert peak < budget, f"storing and reading operation A's largest call peaked at {peak} bytes"
