@@ -29,7 +29,7 @@ help:
 	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
 	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
-	@echo "make bench    criterion benchmarks: parse + validate + normalise, decompression, anonymous cost"
+	@echo "make bench    criterion benchmarks: parse + validate + normalise, validation by element count, decompression, anonymous cost"
 	@echo "make bench-reading  get and list latency against the local DynamoDB, read units by call size"
 	@echo "make deploy   sam build + sam deploy (guided the first time)"
 
@@ -73,7 +73,7 @@ build: venv
 	@ls -l $${CARGO_TARGET_DIR:-target}/lambda/*/bootstrap
 
 bench:
-	cargo bench -p call-ingest --no-default-features --bench pipeline --bench edge
+	cargo bench -p call-ingest --no-default-features --bench pipeline --bench edge --bench validation
 
 # Reading back (get, list page) through the handler against the local DynamoDB, and the
 # read units each read costs by call size.
