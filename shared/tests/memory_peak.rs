@@ -75,6 +75,18 @@ async fn measured(
     (answer, PEAK.load(Ordering::SeqCst).saturating_sub(before))
 }
 
+/// Tables, the handler's app (with `env`), and a workspace with agent `desk`: the agent's
+/// id and a key with `scopes`, as an Authorization header.
+async fn fixture(env: &[(&str, &str)], scopes: Scopes) -> (Tables, call_ingest::http::App, String, String) {
+    let t = Tables::new().await;
+    let app = t.app(env);
+    let d = app.directory();
+    let ws = d.create_workspace("one").await.unwrap().id;
+    let agent = d.create_agent(ws, "desk", None, None).await.unwrap().id;
+    let key = format!("Bearer {}", d.create_api_key(ws, "k", scopes).await.unwrap().token);
+    (t, app, agent, key)
+}
+
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut e, data).unwrap();
@@ -84,13 +96,9 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 #[tokio::test(flavor = "current_thread")]
 async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
     let _serial = SERIAL.lock().await;
-    let t = Tables::new().await;
     // The compressed body may be over 6 MiB here (see below).
-    let app = t.app(&[("MAX_BODY_BYTES", "10485760")]);
-    let d = app.directory();
-    let ws = d.create_workspace("one").await.unwrap().id;
-    d.create_agent(ws, "desk", None, None).await.unwrap();
-    let key = format!("Bearer {}", d.create_api_key(ws, "k", Scopes::DEFAULT).await.unwrap().token);
+    let (t, app, _, key) = fixture(&[("MAX_BODY_BYTES", "10485760")], Scopes::DEFAULT).await;
+    let ws = 1;
 
     let size = callgen::Size::Bytes(32_500_000);
     let body = callgen::create_call(&callgen::Options { size, seed: 31, call_id: Some("c-cap".into()) });
@@ -138,12 +146,7 @@ async fn adversarial_bodies_stay_within_the_memory_budget() {
         CONTAINER_WEIGHT, MAX_DEPTH, MAX_KEYS, MAX_SEGMENTS, MAX_VALUES, MAX_WORDS, MAX_WORDS_PER_SEGMENT,
     };
     let _serial = SERIAL.lock().await;
-    let t = Tables::new().await;
-    let app = t.app(&[]);
-    let d = app.directory();
-    let ws = d.create_workspace("one").await.unwrap().id;
-    let agent = d.create_agent(ws, "desk", None, None).await.unwrap().id;
-    let key = format!("Bearer {}", d.create_api_key(ws, "k", Scopes::DEFAULT).await.unwrap().token);
+    let (t, app, agent, key) = fixture(&[], Scopes::DEFAULT).await;
     let empty = |n: usize| vec!["{}"; n].join(",");
     let words_segment = format!(r#"{{"words":[{}]}}"#, empty(MAX_WORDS_PER_SEGMENT));
     let word_segments = vec![words_segment.as_str(); MAX_WORDS / MAX_WORDS_PER_SEGMENT].join(",");
@@ -216,13 +219,8 @@ async fn adversarial_bodies_stay_within_the_memory_budget() {
 #[tokio::test(flavor = "current_thread")]
 async fn the_largest_calls_are_read_back_within_the_memory_budget() {
     let _serial = SERIAL.lock().await;
-    let t = Tables::new().await;
-    let app = t.app(&[("MAX_BODY_BYTES", "10485760")]);
-    let d = app.directory();
-    let ws = d.create_workspace("one").await.unwrap().id;
-    let agent = d.create_agent(ws, "desk", None, None).await.unwrap().id;
     let scopes = Scopes::of([Scope::Send, Scope::Read]);
-    let key = format!("Bearer {}", d.create_api_key(ws, "k", scopes).await.unwrap().token);
+    let (t, app, agent, key) = fixture(&[("MAX_BODY_BYTES", "10485760")], scopes).await;
     let b = callgen::create_call(&callgen::Options {
         size: callgen::Size::Bytes(32_500_000),
         seed: 32,
