@@ -410,7 +410,7 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     assert_eq!(left.len(), 1, "nothing of it remains but its tombstone: {left:?}");
     let mut attributes: Vec<&str> = left[0].keys().map(String::as_str).collect();
     attributes.sort();
-    assert_eq!(attributes, ["erased_ids", "expires_at", "pk", "sk"], "the tombstone holds no content");
+    assert_eq!(attributes, ["erased_ids", "expires_at", "pk", "sk", "submission"], "the tombstone holds no content");
     assert_eq!(items_of(&items, "keep-me"), 1);
 
     // Read, list, revisions, raw: gone. Erasing again is fine and says so.

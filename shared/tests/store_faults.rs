@@ -529,3 +529,33 @@ async fn an_erase_whose_head_write_met_a_conflict_after_a_lost_reply_reports_it_
     assert_eq!(erased.items, 1, "the head was erased, and the answer must say so");
     t.delete().await;
 }
+
+/// A create that read a tombstone, then lost the race to another create and its erase,
+/// carries the ids of the newer tombstone forward, not the stale ones it read: else a
+/// late copy of the other call's create could bring that erased call back.
+#[tokio::test]
+async fn a_create_over_a_tombstone_carries_the_ids_erased_since_it_was_read() {
+    let t = Tables::new().await;
+    let (a, raw_a) = call_with("tomb-race", |b| b["call_status"] = json!("a"));
+    let (b, raw_b) = call_with("tomb-race", |b| b["call_status"] = json!("b"));
+    let (c, raw_c) = call_with("tomb-race", |b| b["call_status"] = json!("c"));
+    let first = store(&t).put_call(OWNER, &a, &raw_a).await.unwrap();
+    store(&t).erase_call(1, "tomb-race", first.id).await.unwrap();
+    // S's first create is answered late, with the first tombstone.
+    let rule = t.fault(json!({"op": "PutItem", "fault": "delay", "seconds": 2.0, "contains": "tomb-race", "times": 1}));
+    let s = {
+        let store = store(&t);
+        tokio::spawn(async move { store.put_call(OWNER, &b, &raw_b).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let third = store(&t).put_call(OWNER, &c, &raw_c).await.unwrap();
+    store(&t).erase_call(1, "tomb-race", third.id).await.unwrap();
+    let s = s.await.unwrap().unwrap();
+    assert_eq!(t.fired(rule), 1);
+    assert!(s.is_new(), "{s:?}");
+    let head = store(&t).raw_head(1, "tomb-race").await.unwrap().unwrap();
+    for id in [first.id, third.id] {
+        assert!(item::names_erased(&head, id), "{id} is no longer guarded: {head:?}");
+    }
+    t.delete().await;
+}

@@ -1049,3 +1049,34 @@ fn escaped_field_names_are_read_as_the_fields_they_name() {
         other => panic!("expected a 422 on /call_id, got {other:?}"),
     }
 }
+
+/// Found in review: 400,000 words with three violations each would hold 1.2 M violations in
+/// memory. Words report at most `MAX_WORD_VIOLATIONS`, then one `limit` violation where
+/// checking stopped.
+#[test]
+fn invalid_words_report_a_bounded_number_of_violations() {
+    use call_ingest::validate::checks::MAX_WORD_VIOLATIONS;
+    let words: Vec<Value> =
+        (0..2 * MAX_WORD_VIOLATIONS).map(|_| json!({"word": "a", "start_ms": 5, "end_ms": 1})).collect();
+    let body = json!({
+        "call_id": "c", "call_type": "phone_call", "start_timestamp": 1763700000, "end_timestamp": 1763700001,
+        "recording_url": "x",
+        "transcript_with_tool_calls": [{"role": "agent", "text": "a", "words": words}]
+    });
+    let list = violations(Operation::CreateCall, &body);
+    let limits: Vec<&Violation> = list.iter().filter(|v| v.code == Code::Limit).collect();
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    assert_eq!(limits[0].pointer, format!("/transcript_with_tool_calls/0/words/{MAX_WORD_VIOLATIONS}"));
+    // The words' own, and the limit; the segment's derived times are checked too.
+    assert_eq!(list.iter().filter(|v| v.pointer.contains("/words/")).count(), MAX_WORD_VIOLATIONS + 1);
+    // Below the budget every word's violation is there.
+    let words: Vec<Value> = (0..10).map(|_| json!({"word": "a", "start_ms": -1, "end_ms": 1})).collect();
+    let body = json!({
+        "call_id": "c", "call_type": "phone_call", "start_timestamp": 1763700000, "end_timestamp": 1763700001,
+        "recording_url": "x",
+        "transcript_with_tool_calls": [{"role": "agent", "text": "a", "words": words}]
+    });
+    let list = violations(Operation::CreateCall, &body);
+    assert_eq!(list.len(), 10, "{list:?}");
+    assert!(list.iter().all(|v| v.pointer.ends_with("/start_ms") && v.code == Code::Range));
+}

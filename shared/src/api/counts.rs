@@ -30,8 +30,24 @@ pub const MAX_VALUES: usize = 1_500_000;
 pub const MEMBER_WEIGHT: usize = 2;
 /// What an array or object adds to the count of values, besides itself.
 pub const CONTAINER_WEIGHT: usize = 3;
-/// A word's own fields: read into a word, counted by the words limits, not as values.
-const WORD_FIELDS: [&str; 4] = ["word", "start_ms", "end_ms", "confidence"];
+/// A word's own fields: read into a word, counted by the words limits, not as values,
+/// when each comes once and holds what it should (`word` a string, the others a
+/// non-negative number). Anything else a word holds counts like any member: a repeated or
+/// wrong-typed field costs a note once read, and is what a body would repeat to cost more.
+const WORD_FIELDS: [(&str, FieldKind); 4] = [
+    ("word", FieldKind::Text),
+    ("start_ms", FieldKind::Number),
+    ("end_ms", FieldKind::Number),
+    ("confidence", FieldKind::Number),
+];
+/// Longest key quoted in a limit's pointer, in characters.
+const MAX_POINTER_KEY: usize = 64;
+
+#[derive(Debug, Clone, Copy)]
+enum FieldKind {
+    Text,
+    Number,
+}
 
 /// Where a body keeps its segments, and whether they carry words.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +80,8 @@ struct Frame {
     count: usize,
     /// The current member's key, as a span of the body between its quotes.
     key: (usize, usize),
+    /// A word's own fields seen so far (bit i: `WORD_FIELDS[i]`).
+    seen: u8,
 }
 
 /// Checks `body` against the count limits. A body that is not well-formed JSON passes:
@@ -144,7 +162,7 @@ impl Scan<'_> {
                     return Err(self.over(format!("nested more than {MAX_DEPTH} levels deep")));
                 }
                 let role = self.role_of_new(array);
-                self.stack.push(Frame { array, role, count: 0, key: (0, 0) });
+                self.stack.push(Frame { array, role, count: 0, key: (0, 0), seen: 0 });
                 let close = if array { b']' } else { b'}' };
                 if self.peek_byte() == Some(close) {
                     self.at += 1;
@@ -222,14 +240,33 @@ impl Scan<'_> {
         if count > MAX_KEYS {
             return Err(self.over(format!("more than {MAX_KEYS} members in one object")));
         }
-        if role == Role::Word && WORD_FIELDS.iter().any(|f| self.key_is_at(key, f)) {
-            self.uncounted = true;
-        } else {
-            self.count_values(MEMBER_WEIGHT)?;
-        }
         match self.next_byte()? {
-            b':' => Ok(()),
-            _ => Err(Stop::Malformed),
+            b':' => {}
+            _ => return Err(Stop::Malformed),
+        }
+        let field = match role {
+            Role::Word => WORD_FIELDS.iter().position(|(name, _)| self.key_is_at(key, name)),
+            _ => None,
+        };
+        let first_and_right = field.is_some_and(|i| {
+            let fits = match (WORD_FIELDS[i].1, self.peek_byte()) {
+                (FieldKind::Text, Some(b'"')) => true,
+                (FieldKind::Number, Some(b)) => b.is_ascii_digit(),
+                _ => false,
+            };
+            let bit = 1u8 << i;
+            let top = self.stack.last_mut();
+            let first = top.as_ref().is_some_and(|t| t.seen & bit == 0);
+            if let Some(top) = top {
+                top.seen |= bit;
+            }
+            fits && first
+        });
+        if first_and_right {
+            self.uncounted = true;
+            Ok(())
+        } else {
+            self.count_values(MEMBER_WEIGHT)
         }
     }
 
@@ -314,12 +351,18 @@ impl Scan<'_> {
             if frame.array {
                 pointer.push_str(&frame.count.saturating_sub(1).to_string());
             } else {
-                for c in self.key_text(frame).chars() {
+                let key = self.key_text(frame);
+                let mut chars = key.chars();
+                for c in chars.by_ref().take(MAX_POINTER_KEY) {
                     match c {
                         '~' => pointer.push_str("~0"),
                         '/' => pointer.push_str("~1"),
                         c => pointer.push(c),
                     }
+                }
+                if chars.next().is_some() {
+                    // The answer quotes the pointer: a key of megabytes would not fit it.
+                    pointer.push('…');
                 }
             }
         }
@@ -390,6 +433,28 @@ mod tests {
         let objects: Vec<String> = members.chunks(MAX_KEYS).map(|c| format!("{{{}}}", c.join(","))).collect();
         let wide = format!("{{\"a\":[{}]}}", objects.join(","));
         assert!(check(wide.as_bytes(), Layout::CREATE_CALL).is_err(), "members count {}", MEMBER_WEIGHT + 1);
+    }
+
+    #[test]
+    fn repeated_or_wrong_typed_word_fields_count_as_values() {
+        // Found in review: 10,000 wrong-typed `word` keys in each word were not counted,
+        // and each became a note and a violation once read.
+        let repeated = format!("{{{}}}", vec![r#""word":0"#; MAX_KEYS].join(","));
+        let segment = format!("{{\"words\":[{}]}}", vec![repeated.as_str(); 200].join(","));
+        let v = check(segments(1, &segment).as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert!(v.pointer.contains("/words/") && v.pointer.ends_with("/word"), "{}", v.pointer);
+        let wrong = r#"{"word":1,"start_ms":"x","end_ms":-1,"confidence":null}"#;
+        let segment = format!("{{\"words\":[{}]}}", vec![wrong; MAX_WORDS_PER_SEGMENT].join(","));
+        assert!(check(segments(10, &segment).as_bytes(), Layout::CREATE_CALL).is_err());
+    }
+
+    #[test]
+    fn a_limits_pointer_quotes_a_long_key_in_part() {
+        let key = "k".repeat(100_000);
+        let body = format!("{{\"{key}\":{}{}}}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        let v = check(body.as_bytes(), Layout::CREATE_CALL).unwrap_err();
+        assert!(v.pointer.starts_with(&format!("/{}…/0", "k".repeat(MAX_POINTER_KEY))), "{}", &v.pointer[..80]);
+        assert!(v.pointer.len() < 1024);
     }
 
     #[test]

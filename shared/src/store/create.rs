@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{n, Item, ERASED_IDS};
+use super::item::{get_s, n, s, Item, ERASED_IDS};
 use super::submission::Submission;
 use super::{Store, StoreError};
 
@@ -20,10 +20,11 @@ pub(super) enum Creation {
     Conflict,
 }
 
-/// Where a call is created: on a key that holds nothing, or over an erase's tombstone
-/// (as read), whose erased ids the new head carries forward.
+/// Where a call is created: on a key that holds nothing, or over the very erase's tombstone
+/// that was read (its token), whose erased ids the new head carries forward: over a newer
+/// one it would drop the ids erased since.
 const ON_NOTHING: &str = "attribute_not_exists(pk)";
-const OVER_TOMBSTONE: &str = "attribute_not_exists(id) AND NOT contains(#erased, :id)";
+const OVER_TOMBSTONE: &str = "attribute_not_exists(id) AND #submission = :tombstone AND NOT contains(#erased, :id)";
 
 impl Store {
     /// Tries to create the call with internal id `id`, over `tombstone` when the key holds
@@ -44,7 +45,9 @@ impl Store {
             put = put
                 .condition_expression(OVER_TOMBSTONE)
                 .expression_attribute_names("#erased", ERASED_IDS)
-                .expression_attribute_values(":id", n(id));
+                .expression_attribute_names("#submission", "submission")
+                .expression_attribute_values(":id", n(id))
+                .expression_attribute_values(":tombstone", s(get_s(tombstone, "submission").unwrap_or_default()));
         }
         let put = put.set_item(Some(head)).build()?;
         if !sub.is_chunked() {

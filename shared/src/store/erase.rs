@@ -26,6 +26,8 @@ use super::{backoff, tables, Store, StoreError};
 /// How long an erase's tombstone guards against late copies of the erased call's writes
 /// (DynamoDB's TTL removes it some time after).
 const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Most erased ids a tombstone (and the calls stored over it) keeps.
+const MAX_ERASED_IDS: usize = 64;
 
 /// Rounds of read-then-delete before answering "try again" (each lost to a revision or a
 /// transaction on the head).
@@ -57,7 +59,7 @@ impl Store {
                 return Ok(Erased { items: removed });
             };
             if get_u64(head, "id") != Some(id) {
-                let buried = tried_head && is_tombstone(head) && names_erased(head, id);
+                let buried = tried_head && names_erased(head, id);
                 return Ok(Erased { items: removed + usize::from(buried) });
             }
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
@@ -103,11 +105,17 @@ impl Store {
     /// reply to this request's own write was lost and the SDK's retry found it).
     async fn bury(&self, pk: &str, head: &Item, id: u64) -> Result<bool, StoreError> {
         let revision = get_u64(head, "revision").unwrap_or(1);
-        let mut erased: Vec<String> = match head.get(ERASED_IDS) {
-            Some(AttributeValue::Ns(ids)) => ids.clone(),
+        let mut erased: Vec<u64> = match head.get(ERASED_IDS) {
+            Some(AttributeValue::Ns(ids)) => ids.iter().filter_map(|i| i.parse().ok()).collect(),
             _ => Vec::new(),
         };
-        erased.push(id.to_string());
+        erased.push(id);
+        // Late copies live seconds, not years: the newest ids (ids grow) are enough, and the
+        // set never grows towards the item's size limit however often a call is erased.
+        erased.sort_unstable_by(|a, b| b.cmp(a));
+        erased.dedup();
+        erased.truncate(MAX_ERASED_IDS);
+        let erased = erased.iter().map(u64::to_string).collect();
         let expires = super::now_ms() / 1000 + TOMBSTONE_TTL.as_secs();
         let result = self
             .client
@@ -116,6 +124,8 @@ impl Store {
             .item("pk", s(pk))
             .item("sk", s(HEAD))
             .item(ERASED_IDS, AttributeValue::Ns(erased))
+            // Its own token: a create over it is conditioned on it being this tombstone.
+            .item("submission", s(super::random_hex(8)?))
             .item(tables::TTL_ATTRIBUTE, n(expires))
             .condition_expression("#id = :id AND #revision = :revision")
             .expression_attribute_names("#id", "id")
@@ -128,9 +138,7 @@ impl Store {
         match result {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(se)) => match se.into_err() {
-                PutItemError::ConditionalCheckFailedException(c) => {
-                    Ok(c.item.is_none_or(|now| is_tombstone(&now) && names_erased(&now, id)))
-                }
+                PutItemError::ConditionalCheckFailedException(c) => Ok(c.item.is_none_or(|now| names_erased(&now, id))),
                 PutItemError::TransactionConflictException(_) => Ok(false),
                 other => Err(StoreError::from_service(&other)),
             },

@@ -164,23 +164,23 @@ impl Store {
                             requests += 1;
                             match self.item(&sub.pk, HEAD).await? {
                                 Some(found) => found,
-                                None => continue,
+                                None => {
+                                    // The tombstone expired meanwhile: create on nothing.
+                                    tombstone = None;
+                                    continue;
+                                }
                             }
                         }
                     };
+                    if get_u64(&found, "id") == Some(new_id) || names_erased(&found, new_id) {
+                        // This request's own create, applied by an attempt whose reply was
+                        // lost (the call may have been revised since, or erased: then it
+                        // was created and is gone; its id is never handed out again).
+                        return Ok(sub.stored(new_id, Outcome::Created, 1, requests));
+                    }
                     if is_tombstone(&found) {
-                        if names_erased(&found, new_id) {
-                            // This request's own create, applied by an attempt whose reply
-                            // was lost, then erased: it was created, and is gone.
-                            return Ok(sub.stored(new_id, Outcome::Created, 1, requests));
-                        }
                         tombstone = Some(found);
                         continue;
-                    }
-                    if get_u64(&found, "id") == Some(new_id) {
-                        // This request's own create, applied by an attempt whose reply was
-                        // lost (the call may have been revised since).
-                        return Ok(sub.stored(new_id, Outcome::Created, 1, requests));
                     }
                     self.ids.give_back(new_id).await;
                     id = None;
@@ -224,8 +224,8 @@ impl Store {
         let Ok(Some(head)) = self.head(&sub.pk).await else {
             return Err(error);
         };
-        if id.is_some() && get_u64(&head, "id") == id {
-            return Ok(sub.stored(get_u64(&head, "id").unwrap_or_default(), Outcome::Created, 1, requests + 1));
+        if let Some(id) = id.filter(|id| get_u64(&head, "id") == Some(*id) || names_erased(&head, *id)) {
+            return Ok(sub.stored(id, Outcome::Created, 1, requests + 1));
         }
         if sub.wrote(&head) {
             let (id, revision) = id_and_revision(&head)?;

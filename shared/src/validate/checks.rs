@@ -4,11 +4,17 @@
 use serde_json::Value;
 
 use super::pointer::Pointer;
-use crate::api::create_call::Segment;
+use super::{messages, rules};
+use crate::api::create_call::{Segment, Word};
 use crate::api::number::MAX_SAFE_INTEGER;
 use crate::api::problem::preview;
 use crate::api::{Code, CreateCall, Number, SendCallData, Violation};
 use crate::normalize::{self, timestamps};
+
+/// Most violations reported for words in one call. A call may hold 400,000 words, each
+/// with up to three violations: past this, one `limit` violation says the other words were
+/// not checked, and the answer (and the memory it takes) stays small.
+pub const MAX_WORD_VIOLATIONS: usize = 1_000;
 
 /// Cross-field rules of operation B.
 pub fn create_call(call: &CreateCall, out: &mut Vec<Violation>) {
@@ -26,8 +32,9 @@ pub fn create_call(call: &CreateCall, out: &mut Vec<Violation>) {
     }
     if let Some(segments) = &call.transcript_with_tool_calls {
         let list = root.key("transcript_with_tool_calls");
+        let mut words_left = Some(MAX_WORD_VIOLATIONS);
         for (i, segment) in segments.iter().enumerate() {
-            self::segment(segment, &list.index(i), out);
+            self::segment(segment, &list.index(i), &mut words_left, out);
         }
     }
     if let Some(metadata) = &call.metadata {
@@ -75,7 +82,8 @@ fn rfc3339(value: Option<&str>, pointer: &str, out: &mut Vec<Violation>) -> Opti
     }
 }
 
-fn segment(segment: &Segment, at: &Pointer<'_>, out: &mut Vec<Violation>) {
+/// `words_left`: how many more violations words may report; `None` once they stopped.
+fn segment(segment: &Segment, at: &Pointer<'_>, words_left: &mut Option<usize>, out: &mut Vec<Violation>) {
     match segment.role.as_deref() {
         Some("user" | "agent") if !has_timing(segment) => out.push(Violation::new(
             at.render(),
@@ -104,7 +112,21 @@ fn segment(segment: &Segment, at: &Pointer<'_>, out: &mut Vec<Violation>) {
     if let Some(words) = &segment.words {
         let list = at.key("words");
         for (j, word) in words.iter().enumerate() {
-            ordered(word.start_ms, word.end_ms, &list.index(j), out);
+            let Some(left) = *words_left else { break };
+            let before = out.len();
+            self::word(word, &list.index(j), out);
+            match left.checked_sub(out.len() - before) {
+                Some(left) => *words_left = Some(left),
+                None => {
+                    out.truncate(before);
+                    out.push(Violation::new(
+                        list.index(j).render(),
+                        Code::Limit,
+                        format!("more than {MAX_WORD_VIOLATIONS} violations in words; the words from here on were not checked"),
+                    ));
+                    *words_left = None;
+                }
+            }
         }
     }
     if let Some(tool) = &segment.tool {
@@ -135,6 +157,17 @@ fn bounds(segment: &Segment, at: &Pointer<'_>, out: &mut Vec<Violation>) {
 fn has_timing(s: &Segment) -> bool {
     s.words.as_ref().is_some_and(|w| !w.is_empty())
         || (s.start_ms.is_some() && (s.end_ms.is_some() || s.duration_ms.is_some()))
+}
+
+/// A word's times: each in range, the end not before the start.
+fn word(word: &Word, at: &Pointer<'_>, out: &mut Vec<Violation>) {
+    for (field, value) in [("start_ms", &word.start_ms), ("end_ms", &word.end_ms)] {
+        if let Err(e) = rules::millis(value, &()) {
+            let (code, message) = messages::decode(e.message());
+            out.push(Violation::new(at.key(field).render(), code, message));
+        }
+    }
+    ordered(word.start_ms, word.end_ms, at, out);
 }
 
 /// `end_ms >= start_ms` where both are sent, compared as the whole milliseconds we store.

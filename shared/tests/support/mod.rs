@@ -45,8 +45,8 @@ fn start() -> Server {
     let python =
         std::env::var("CALL_INGEST_PYTHON").map(PathBuf::from).unwrap_or_else(|_| root().join(".venv/bin/python"));
     let mut child = Command::new(&python)
-        .arg(root().join("scripts/local_dynamodb.py"))
-        .args(["--port", "0", "--watch-stdin"])
+        .args(["-m", "devstack.dynamodb", "--port", "0", "--watch-stdin"])
+        .current_dir(root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
