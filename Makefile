@@ -34,7 +34,7 @@ help:
 	@echo "make deploy   sam build + sam deploy (guided the first time)"
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements-dev.txt
+$(VENV)/.installed: requirements-dev.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt

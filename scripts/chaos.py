@@ -25,9 +25,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from stack import Stack  # noqa: E402
+from devstack.stack import Stack
 
 # (fault, operations it applies to, rate)
 FAULTS = [

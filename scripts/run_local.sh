@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make run`: the local stack. DynamoDB (moto) on 127.0.0.1:$1, the tables, a development
 # workspace, agent and API key (kept in .local/dev.json and re-created from it after a
-# restart, so the same key keeps working), then both functions on http://127.0.0.1:$2 at
-# their production paths (behind scripts/front.py, the local API Gateway) until interrupted, with $3 instances per function (default 8),
-# each its own process, as Lambda runs many at once. The local DynamoDB serves behind the
-# fault layer (scripts/dynamodb_faults.py), which refuses what DynamoDB refuses; no fault
-# is injected unless asked for. Stops what it started.
+# restart, so the same key keeps working), then every function (functions/) on
+# http://127.0.0.1:$2 at its production paths, behind the local API Gateway
+# (devstack.gateway), until interrupted, with $3 instances per function (default 8), each its
+# own process, as Lambda runs many at once. The local DynamoDB (devstack.dynamodb) serves
+# behind the fault layer (devstack.faults), which refuses what DynamoDB refuses; no fault is
+# injected unless asked for. Stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DYNAMODB_PORT=${1:-8000}
@@ -24,7 +25,7 @@ if (exec 3<>"/dev/tcp/127.0.0.1/${DYNAMODB_PORT}") 2>/dev/null; then
   echo "port ${DYNAMODB_PORT} is in use; stop what runs there or set DYNAMODB_PORT" >&2
   exit 1
 fi
-.venv/bin/python scripts/local_dynamodb.py --port "${DYNAMODB_PORT}" >/dev/null &
+.venv/bin/python -m devstack.dynamodb --port "${DYNAMODB_PORT}" >/dev/null &
 dynamodb=$!
 trap 'kill "$dynamodb" 2>/dev/null || true; wait 2>/dev/null || true' EXIT INT TERM
 for _ in $(seq 50); do
@@ -36,10 +37,10 @@ done
 cargo build --quiet -p callctl $(for f in functions/*/; do printf -- '-p %s ' "$(basename "$f")"; done)
 callctl="${target}/debug/callctl"
 "$callctl" tables create
-.venv/bin/python scripts/dev_setup.py "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json
-.venv/bin/python scripts/dev_setup.py --curl .local/dev.json
+.venv/bin/python -m devstack.dev_setup "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json
+.venv/bin/python -m devstack.dev_setup --curl .local/dev.json
 
 echo "Serving the functions on http://127.0.0.1:${API_PORT}, ${INSTANCES} instances each (Ctrl-C stops everything)."
-# The local API Gateway (scripts/front.py): API Gateway's events, base64 bodies and 6 MB
+# The local API Gateway (devstack.gateway): API Gateway's events, base64 bodies and 6 MB
 # event limit, in front of the binaries Lambda runs.
-.venv/bin/python scripts/front.py --port "${API_PORT}" --instances "${INSTANCES}" --bin "${target}/debug"
+.venv/bin/python -m devstack.gateway --port "${API_PORT}" --instances "${INSTANCES}" --bin "${target}/debug"

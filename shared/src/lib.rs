@@ -1,4 +1,4 @@
-//! call-ingest's shared library: everything the two functions and `callctl` have in common.
+//! call-ingest's shared library: everything the functions and `callctl` have in common.
 //!
 //! A request flows one way: credential ([`directory`]) → parse ([`api`]) → validate
 //! ([`validate`]) → normalise ([`normalize`]) into a [`call::CallDocument`] → store

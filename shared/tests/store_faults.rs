@@ -1,5 +1,5 @@
 //! The store under DynamoDB's real failure modes, injected by the local DynamoDB's fault
-//! layer (`scripts/dynamodb_faults.py`), and with several instances (each `Store` has its
+//! layer (`devstack/faults.py`), and with several instances (each `Store` has its
 //! own id block, as each Lambda instance does). Each test names the fault it needs; nothing
 //! is random.
 #![cfg(feature = "aws")]

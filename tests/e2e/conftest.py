@@ -1,13 +1,10 @@
-"""The local stack (scripts/stack.py) for every HTTP test of a run: the local DynamoDB
-behind its fault layer and both functions with several instances each."""
+"""The local stack (devstack.stack) for every HTTP test of a run: the local DynamoDB
+behind its fault layer and every function with several instances each."""
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
-
-from stack import Stack  # noqa: E402
+from devstack.stack import Stack
 
 INSTANCES = 8
 # Short, so that the revocation test can outlast it.

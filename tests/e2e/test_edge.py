@@ -1,4 +1,4 @@
-"""The HTTP edge as AWS has it, through the local API Gateway (scripts/front.py): the
+"""The HTTP edge as AWS has it, through the local API Gateway (devstack.gateway): the
 event limit, bodies that are not UTF-8, compressed bodies, and the largest calls."""
 import gzip
 import http.client
@@ -6,8 +6,8 @@ import json
 import os
 import subprocess
 
-import front
-from stack import request
+from devstack import gateway
+from devstack.stack import request
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -38,7 +38,7 @@ def create_path(stack):
 
 def event_size(stack, path_and_query, body):
     path, _, query = path_and_query.partition("?")
-    return len(front.build_event("POST", path, query, headers_for(stack, body), body, "127.0.0.1"))
+    return len(gateway.build_event("POST", path, query, headers_for(stack, body), body, "127.0.0.1"))
 
 
 def test_the_largest_body_whose_event_fits_goes_through_and_one_byte_more_is_refused_as_aws_does(stack):
@@ -47,8 +47,8 @@ def test_the_largest_body_whose_event_fits_goes_through_and_one_byte_more_is_ref
     body = json.dumps(base, separators=(",", ":")).encode()
     path = create_path(stack)
     # Pad with trailing spaces (still the same JSON) until the event is exactly the limit.
-    body += b" " * (front.EVENT_LIMIT - event_size(stack, path, body))
-    assert event_size(stack, path, body) == front.EVENT_LIMIT
+    body += b" " * (gateway.EVENT_LIMIT - event_size(stack, path, body))
+    assert event_size(stack, path, body) == gateway.EVENT_LIMIT
     assert len(body) > 5_000_000
     status, headers, out = post_exact(stack, path, body)
     assert status == 201, out[:300]

@@ -6,7 +6,7 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from stack import request
+from devstack.stack import request
 
 
 def body_for(call_id, start_s, **fields):

@@ -5,7 +5,7 @@ import gzip
 import http.client
 import json
 
-from stack import request
+from devstack.stack import request
 
 
 def body_for(call_id, **fields):

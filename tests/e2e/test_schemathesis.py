@@ -14,7 +14,7 @@ import os
 import subprocess
 import time
 
-from stack import ROOT, request
+from devstack.stack import ROOT, request
 
 SEED = 20261121
 MAX_EXAMPLES = 25

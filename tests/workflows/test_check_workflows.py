@@ -1,15 +1,24 @@
 """scripts/check_workflows.py (`make lint`) passes the deploy workflow as it is, and each of
 its credential and supply-chain rules refuses the workflow with that rule broken."""
+import importlib.util
 import os
 import shutil
-import sys
 
 import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-import check_workflows  # noqa: E402
+
+def load(name, path):
+    """The module of the program at `path`, loaded from its file (scripts/ holds programs,
+    not a package to import)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+check_workflows = load("check_workflows", os.path.join(ROOT, "scripts", "check_workflows.py"))
 
 WORKFLOW = os.path.join(ROOT, ".github", "workflows", "deploy.yml")
 LOCK = "requirements-deploy.lock"

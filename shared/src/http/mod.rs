@@ -1,4 +1,4 @@
-//! The HTTP side of both functions: one handler that takes an `http::Request` and answers
+//! The HTTP side of every function: one handler that takes an `http::Request` and answers
 //! an `http::Response`, so Lambda, `cargo lambda watch` and the tests (feeding
 //! `events/*.json`) run the same code. Errors become status codes here and nowhere else.
 

@@ -125,7 +125,7 @@ impl Tables {
         }
     }
 
-    /// Adds a fault rule of the local DynamoDB's fault layer (`scripts/dynamodb_faults.py`)
+    /// Adds a fault rule of the local DynamoDB's fault layer (`devstack/faults.py`)
     /// for requests that name the calls table (unless `rule` names another): tests that run
     /// at once never see each other's faults. Answers the rule's id.
     pub fn fault(&self, mut rule: serde_json::Value) -> u64 {

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """The local API Gateway: serves the functions' routes as an HTTP API does, in front of
 several instances of each function, each its own process running the very binary Lambda
-runs (every function of template.yaml), talking to this script through the Lambda Runtime
+runs (every function of template.yaml), talking to this module through the Lambda Runtime
 API as it would to Lambda.
 
 What it does as AWS does (and `cargo lambda watch` does not):
@@ -26,7 +25,7 @@ What it does as AWS does (and `cargo lambda watch` does not):
 It also serves Lambda's Invoke API, `POST /2015-03-31/functions/<name>/invocations`, so an
 event file can be sent as it is (`cargo lambda invoke -A 127.0.0.1 -P <port> <name>`).
 
-Usage: front.py --port 9000 --instances 8 --bin DIR   (DIR holds the functions' binaries)
+Usage: python -m devstack.gateway --port 9000 --instances 8 --bin DIR   (DIR holds the functions' binaries)
 Prints "READY <port>" on stdout once listening.
 """
 import argparse
@@ -369,7 +368,8 @@ def front_handler(functions):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m devstack.gateway", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--instances", type=int, default=8)

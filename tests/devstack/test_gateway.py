@@ -1,4 +1,4 @@
-"""The local API Gateway (scripts/front.py) on its own, in front of stand-in functions
+"""The local API Gateway (devstack.gateway) on its own, in front of stand-in functions
 (fake_function.py: the Lambda Runtime API, no Rust binary): it takes many connections at
 once, and answers a request no route serves as API Gateway does, 404
 `{"message":"Not Found"}` in JSON, whatever the method."""
@@ -13,10 +13,7 @@ import threading
 
 import pytest
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-
-import front  # noqa: E402
+from devstack import gateway
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_function.py")
 # Clients connecting at the same moment.
@@ -27,17 +24,17 @@ NOT_FOUND = b'{"message":"Not Found"}'
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
-    """front.py serving template.yaml's routes, each function a fake_function.py."""
+    """devstack.gateway serving template.yaml's routes, each function a fake_function.py."""
     bin_dir = tmp_path_factory.mktemp("bin")
-    for name in {name for _, _, name in front.ROUTES}:
+    for name in {name for _, _, name in gateway.ROUTES}:
         exe = bin_dir / name
         exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}"\n')
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "front.py"), "--port", "0",
+    p = subprocess.Popen([sys.executable, "-m", "devstack.gateway", "--port", "0",
                           "--instances", "2", "--bin", str(bin_dir)], stdout=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline()
-        assert line.startswith("READY "), f"front.py did not start: {line!r}"
+        assert line.startswith("READY "), f"devstack.gateway did not start: {line!r}"
         yield int(line.split()[1])
     finally:
         p.terminate()
@@ -77,7 +74,7 @@ def test_a_request_no_route_serves_is_404_json(port, method, path):
 
 
 def raw(port, data):
-    """All the bytes front.py answers to `data`, sent as they are, until it closes."""
+    """All the bytes devstack.gateway answers to `data`, sent as they are, until it closes."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(data)
         answer = b""

@@ -5,14 +5,15 @@
         stack.faults.add({"op": "PutItem", "fault": "throttle", "times": 1})
 
 Starts the local DynamoDB (moto behind the fault layer) on a free port, creates the tables
-and a workspace, agent and API key with callctl, then serves both functions behind the
-local API Gateway (scripts/front.py) on another free port: N instances per function, each
-its own process with its own id block and directory cache, as Lambda runs them, fed the
-events API Gateway would build (base64 bodies, the 6 MB event limit). Stops
+and a workspace, agent and API key with callctl, then serves every function (functions/)
+behind the local API Gateway (devstack.gateway) on another free port: N instances per
+function, each its own process with its own id block and directory cache, as Lambda runs
+them, fed the events API Gateway would build (base64 bodies, the 6 MB event limit). Stops
 everything it started on exit.
 """
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,13 +23,22 @@ import time
 import urllib.error
 import urllib.request
 
+from devstack import dev_setup, gateway
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every function: one crate each under functions/, named as its binary.
 FUNCTIONS = sorted(name for name in os.listdir(os.path.join(ROOT, "functions"))
                    if os.path.isfile(os.path.join(ROOT, "functions", name, "Cargo.toml")))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-import dev_setup  # noqa: E402
+
+def one_route_each():
+    """{function binary: (method, path)}: one route of each function of template.yaml, with
+    its path parameters filled in (`{id}` → 1)."""
+    routes = {}
+    for method, path, binary in gateway.ROUTES:
+        if method != "ANY":
+            routes.setdefault(binary, (method, re.sub(r"\{[^}/]+\}", "1", path)))
+    return routes
 
 
 def free_port():
@@ -68,7 +78,7 @@ def request(method, url, body=None, headers=None, timeout=30):
 
 
 class Faults:
-    """The fault layer's control endpoints (see scripts/dynamodb_faults.py)."""
+    """The fault layer's control endpoints (see devstack/faults.py)."""
 
     def __init__(self, endpoint):
         self.endpoint = endpoint
@@ -121,8 +131,8 @@ class Stack:
     def start(self):
         python = os.path.join(ROOT, ".venv", "bin", "python")
         ddb = subprocess.Popen(
-            [python, os.path.join(ROOT, "scripts", "local_dynamodb.py"), "--port", "0", "--watch-stdin"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+            [python, "-m", "devstack.dynamodb", "--port", "0", "--watch-stdin"],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
         )
         self.procs.append(ddb)
         line = ddb.stdout.readline()
@@ -160,7 +170,7 @@ class Stack:
             os.environ.clear()
             os.environ.update(old_env)
         front = subprocess.Popen(
-            [python, os.path.join(ROOT, "scripts", "front.py"), "--port", str(self.port),
+            [python, "-m", "devstack.gateway", "--port", str(self.port),
              "--instances", str(self.instances), "--bin", os.path.join(target_dir(), "debug")],
             cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True,
         )
@@ -172,20 +182,22 @@ class Stack:
         self.wait_until_serving(front)
 
     def wait_until_serving(self, watch, within=900):
-        """Until both functions answer (the first start compiles them)."""
+        """Until every function answers a request without a credential (401) through one
+        of its routes."""
         deadline = time.time() + within
-        for path in ("/v1/calls", "/api/v1/public/call"):
+        for binary, (method, path) in sorted(one_route_each().items()):
             while True:
                 if watch.poll() is not None:
-                    raise RuntimeError("the local API Gateway (scripts/front.py) exited")
+                    raise RuntimeError("the local API Gateway (devstack.gateway) exited")
                 try:
-                    a = request("POST", self.url + path, b"{}", {"Content-Type": "application/json"}, timeout=120)
+                    body = b"{}" if method == "POST" else None
+                    a = request(method, self.url + path, body, {"Content-Type": "application/json"}, timeout=120)
                     if a.status == 401:
                         break
                 except OSError:
                     pass
                 if time.time() > deadline:
-                    raise RuntimeError(f"{path} did not answer within {within} s")
+                    raise RuntimeError(f"{binary} ({method} {path}) did not answer within {within} s")
                 time.sleep(0.5)
 
     def stop(self):
@@ -206,7 +218,7 @@ class Stack:
 
     def function_pids(self):
         """The processes of the function instances this stack's local API Gateway
-        (scripts/front.py) started (its children; each instance is its own process)."""
+        (devstack.gateway) started (its children; each instance is its own process)."""
         parent = str(self.watch.pid)
         out = subprocess.run(["pgrep", "-P", parent, "-x", "|".join(FUNCTIONS)], capture_output=True, text=True)
         return [int(p) for p in out.stdout.split()]

@@ -1,4 +1,4 @@
-"""DynamoDB's failure modes and limits, in front of moto (see local_dynamodb.py).
+"""DynamoDB's failure modes and limits, in front of moto (see devstack/dynamodb.py).
 
 moto never throttles, never answers TransactionConflictException, never loses a reply after
 applying a write, and accepts keys and numbers that DynamoDB refuses. This WSGI middleware
@@ -296,7 +296,7 @@ class Fidelity:
 class FaultLayer:
     """WSGI middleware: control endpoints, fidelity checks and faults around `app`.
 
-    `app` must be safe to call from several threads (local_dynamodb.py serialises it);
+    `app` must be safe to call from several threads (devstack.dynamodb serialises it);
     delays and dropped replies happen outside it, so they hold up no other request.
     """
 

@@ -1,7 +1,6 @@
 """The fault layer refuses what DynamoDB refuses and moto lets through, and answers its
 faults in DynamoDB's wire shapes (boto3 parses them as it parses DynamoDB's)."""
 import json
-import os
 import subprocess
 import sys
 import urllib.request
@@ -11,13 +10,11 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-
 
 @pytest.fixture(scope="module")
 def endpoint():
-    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "local_dynamodb.py"), "--port", "0",
-                          "--watch-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-m", "devstack.dynamodb", "--port", "0", "--watch-stdin"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     port = p.stdout.readline().split()[1]
     yield f"http://127.0.0.1:{port}"
     p.stdin.close()

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Local DynamoDB for development and tests: moto's server on 127.0.0.1:PORT, behind the
-fault and fidelity layer of dynamodb_faults.py.
+fault and fidelity layer of devstack.faults.
 
-    local_dynamodb.py --port 8000                 # until interrupted (make run)
-    local_dynamodb.py --port 0 --watch-stdin      # tests: prints the port, exits when stdin closes
+    python -m devstack.dynamodb --port 8000             # until interrupted (make run)
+    python -m devstack.dynamodb --port 0 --watch-stdin  # tests: prints the port, exits when stdin closes
 
 Requests are handled one at a time. DynamoDB makes each request atomic; moto does not:
 its TransactWriteItems restores a snapshot of the table when a transaction is cancelled,
@@ -12,25 +11,23 @@ requests one at a time restores DynamoDB's guarantee (connections stay concurren
 
 In front of moto, the fault layer refuses what DynamoDB refuses and moto accepts (long
 keys, numbers out of range, large items) and injects DynamoDB's failures on command
-(`POST /_faults/rules`; see dynamodb_faults.py).
+(`POST /_faults/rules`; see devstack/faults.py).
 
 With --watch-stdin the server stops as soon as its parent goes away (its end of the pipe
 closes), so a test run never leaves a server behind.
 """
 import argparse
-import os
 import signal
 import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
+from moto.moto_server.threaded_moto_server import MotoRequestHandler
+from moto.server import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import make_server
 
-from dynamodb_faults import FaultLayer  # noqa: E402
-from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
-from moto.dynamodb.models import dynamodb_backends  # noqa: E402
-from moto.moto_server.threaded_moto_server import MotoRequestHandler  # noqa: E402
-from moto.server import DomainDispatcherApplication, create_backend_app  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
+from devstack.faults import FaultLayer
 
 
 class QuietHandler(MotoRequestHandler):
@@ -62,7 +59,8 @@ def key_names(region, table):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m devstack.dynamodb", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--watch-stdin", action="store_true")

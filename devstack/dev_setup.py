@@ -1,8 +1,9 @@
-#!/usr/bin/env python3
 """Development fixtures for `make run`, through callctl.
 
-    dev_setup.py CALLCTL API_URL FILE   creates (or re-creates) a workspace, agent and key, writes FILE
-    dev_setup.py --curl FILE            prints ready-to-paste curl commands for the endpoints
+    python -m devstack.dev_setup CALLCTL API_URL FILE
+        creates (or re-creates) a workspace, agent and key, writes FILE
+    python -m devstack.dev_setup --curl FILE
+        prints ready-to-paste curl commands for the endpoints
 
 FILE keeps {api_url, workspace_id, agent_id, agent_remote_identifier, api_key}. The local
 DynamoDB keeps nothing across restarts, so a later run re-creates the same agent and
