@@ -1,6 +1,8 @@
-//! One request, start to end: method → credential → (query) → lookup → authorise → body →
-//! validate → normalise → store → response. Every outcome of the contract is decided here;
-//! the readers share its first steps ([`caller`], [`enter`]).
+//! The dispatcher of every endpoint ([`handle`]: the method, then the endpoint's own
+//! answer, then the problem catalogue for failures and the size of the answer), the ingest
+//! path of operations A and B (credential → query → workspace → agent → body → validate →
+//! normalise → store → answer), and the first steps the readers share ([`caller`],
+//! [`enter`]).
 
 use std::time::Instant;
 

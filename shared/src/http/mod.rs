@@ -1,5 +1,5 @@
 //! The HTTP side of every function: one handler that takes an `http::Request` and answers
-//! an `http::Response`, so Lambda, `cargo lambda watch` and the tests (feeding
+//! an `http::Response`, so Lambda, the local API Gateway (`devstack/gateway.py`) and the tests (feeding
 //! `events/*.json`) run the same code. Errors become status codes here and nowhere else.
 
 mod app;
