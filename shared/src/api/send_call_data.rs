@@ -1,8 +1,8 @@
 //! Operation A's request body (Send Call Data), as sent.
 
 use super::number::Number;
+use super::rules;
 use crate::record;
-use crate::validate::rules;
 
 record! {
     /// The body of `POST /v1/calls`.

@@ -8,8 +8,8 @@ use lambda_http::http::Response;
 use lambda_http::{Body, Request};
 use serde::Serialize;
 
-use super::handler::storage_problem;
 use super::logging::RequestLog;
+use super::problems::storage_problem;
 use super::reading::{admit, locate, not_found, path_id};
 use super::{respond, App, Endpoint};
 use crate::api::Problem;

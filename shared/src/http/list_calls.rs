@@ -11,8 +11,9 @@ use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
 
 use super::cursor;
-use super::handler::{denied, remote_id_param};
+use super::gate::remote_id_param;
 use super::logging::RequestLog;
+use super::problems::denied;
 use super::reading::{admit, read_problem};
 use super::{respond, App, Endpoint};
 use crate::api::{Code, Problem, Violation};

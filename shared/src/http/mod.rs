@@ -4,20 +4,23 @@
 
 mod app;
 pub mod cursor;
+mod dispatch;
 pub mod encoding;
 mod endpoint;
 mod erase_call;
+mod gate;
 mod get_call;
-mod handler;
+mod ingest;
 mod lambda;
 mod list_calls;
 pub mod logging;
+mod problems;
 mod raw;
 mod reading;
 mod respond;
 mod revisions;
 
 pub use app::App;
+pub use dispatch::handle;
 pub use endpoint::Endpoint;
-pub use handler::handle;
 pub use lambda::{answer, serve};

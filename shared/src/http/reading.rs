@@ -10,8 +10,9 @@ use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::handler::{caller, enter, storage_problem, workspace_param};
+use super::gate::{caller, enter, workspace_param};
 use super::logging::RequestLog;
+use super::problems::storage_problem;
 use super::{respond, App, Endpoint};
 use crate::api::{Problem, Violation};
 use crate::directory::AgentRef;

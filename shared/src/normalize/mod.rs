@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::api::create_call::Segment;
 use crate::api::send_call_data::{SimpleMetadata, TranscriptItem};
 use crate::api::{CreateCall, Number, SendCallData};
-use crate::call::{CallDocument, Operation, Summary};
+use crate::call::document::{CallDocument, Operation, Summary};
 
 /// Normalises a validated operation B body.
 pub fn create_call(mut call: CreateCall) -> CallDocument {

@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{call_pk, get_s, get_u64, is_tombstone, n, names_erased, s, Item, ERASED_IDS, HEAD};
+use super::item::{call_pk, get_s, get_u64, n, names_erased, s, Item, ERASED_IDS, HEAD};
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
 

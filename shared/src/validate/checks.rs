@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use super::pointer::Pointer;
-use super::{messages, rules};
 use crate::api::create_call::{Segment, Word};
 use crate::api::number::MAX_SAFE_INTEGER;
+use crate::api::pointer::Pointer;
 use crate::api::problem::preview;
+use crate::api::{messages, rules};
 use crate::api::{Code, CreateCall, Number, SendCallData, Violation};
 use crate::normalize::{self, timestamps};
 

@@ -7,18 +7,16 @@
 //! the rules that span fields ([`checks`]).
 
 pub mod checks;
-pub mod messages;
-pub mod pointer;
-pub mod rules;
 
 use std::collections::HashSet;
 
 use garde::Validate;
 
 use crate::api::lenient::WrongTypes;
+use crate::api::messages;
+use crate::api::pointer::{self, Pointer};
 use crate::api::send_call_data::{SimpleMetadata, TranscriptItem};
 use crate::api::{Code, CreateCall, SendCallData, Violation};
-use pointer::Pointer;
 
 /// Every violation in an operation B body; empty when it is valid.
 pub fn create_call(call: &CreateCall) -> Vec<Violation> {

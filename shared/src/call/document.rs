@@ -1,11 +1,10 @@
-//! The normalised call document both operations produce, and the one-way path from request
-//! bytes to it: parse → validate → normalise.
+//! The normalised call document both operations produce: what the store keeps and reads
+//! back, and the identity (digest) of a submission's content.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::api::{counts, BodyError, CreateCall, Problem, SendCallData, Violation};
-use crate::{normalize, validate};
+use crate::api::CreateCall;
 
 /// Version of the stored document's shape; bump it when the shape changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -48,27 +47,6 @@ pub struct CallDocument {
     pub summary: Summary,
 }
 
-/// Why a body was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rejection {
-    /// Not JSON, or not a JSON object: 400.
-    Unreadable(BodyError),
-    /// Read, but breaks rules: 422, every violation listed.
-    Invalid(Vec<Violation>),
-    /// Past a count limit ([`crate::api::counts`]): 422 naming that one place; not parsed.
-    OverLimit(Violation),
-}
-
-impl From<Rejection> for Problem {
-    fn from(r: Rejection) -> Problem {
-        match r {
-            Rejection::Unreadable(e) => Problem::unreadable(&e),
-            Rejection::Invalid(v) => Problem::invalid(v),
-            Rejection::OverLimit(v) => Problem::over_limit(v),
-        }
-    }
-}
-
 impl CallDocument {
     pub(crate) fn new(operation: Operation, call: CreateCall, summary: Summary) -> Self {
         CallDocument { schema_version: SCHEMA_VERSION, operation, call, summary }
@@ -108,48 +86,4 @@ pub fn hex(bytes: &[u8]) -> String {
         out.push(DIGITS[usize::from(b & 15)] as char);
     }
     out
-}
-
-/// Reads an operation B body; fails when it is past a count limit or not a JSON object.
-pub fn parse_create_call(body: &[u8]) -> Result<CreateCall, Rejection> {
-    parse(body, counts::Layout::CREATE_CALL)
-}
-
-/// Reads an operation A body; fails when it is past a count limit or not a JSON object.
-pub fn parse_send_call_data(body: &[u8]) -> Result<SendCallData, Rejection> {
-    parse(body, counts::Layout::SEND_CALL_DATA)
-}
-
-/// The counts first, so nothing is built for a body past them; then the typed parse.
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: counts::Layout) -> Result<T, Rejection> {
-    counts::check(body, layout).map_err(Rejection::OverLimit)?;
-    serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
-}
-
-/// Validates and normalises an operation B body.
-pub fn accept_create_call(call: CreateCall) -> Result<CallDocument, Vec<Violation>> {
-    let violations = validate::create_call(&call);
-    if violations.is_empty() {
-        Ok(normalize::create_call(call))
-    } else {
-        Err(violations)
-    }
-}
-
-/// Validates and normalises an operation A body.
-pub fn accept_send_call_data(call: SendCallData) -> Result<CallDocument, Vec<Violation>> {
-    let violations = validate::send_call_data(&call);
-    if violations.is_empty() {
-        Ok(normalize::send_call_data(call))
-    } else {
-        Err(violations)
-    }
-}
-
-/// Bytes to document for `operation`, the whole pure pipeline.
-pub fn ingest(operation: Operation, body: &[u8]) -> Result<CallDocument, Rejection> {
-    match operation {
-        Operation::CreateCall => accept_create_call(parse_create_call(body)?).map_err(Rejection::Invalid),
-        Operation::SendCallData => accept_send_call_data(parse_send_call_data(body)?).map_err(Rejection::Invalid),
-    }
 }

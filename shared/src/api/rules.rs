@@ -1,9 +1,14 @@
 //! garde rules of our own: allowed values and millisecond fields.
 
 use super::messages::error;
-use crate::api::create_call::{SEGMENT_ROLES, SENTIMENTS};
-use crate::api::number::MAX_SAFE_INTEGER;
-use crate::api::{Code, Number};
+use super::number::MAX_SAFE_INTEGER;
+use super::{Code, Number};
+
+/// Segment roles the contract allows.
+pub const SEGMENT_ROLES: [&str; 5] = ["user", "agent", "agent_function", "agent_result", "node_transition"];
+
+/// Sentiments the contract allows (matched case-insensitively, stored lower-case).
+pub const SENTIMENTS: [&str; 4] = ["positive", "neutral", "negative", "unknown"];
 
 /// `user_sentiment`: one of the four values, in any case.
 pub fn sentiment(value: &Option<String>, _: &()) -> garde::Result {

@@ -8,7 +8,7 @@ use std::fmt::Display;
 
 use garde::i18n::{I18n, InvalidCreditCard, InvalidEmail, InvalidPhoneNumber, InvalidUrl, IpKind};
 
-use crate::api::Code;
+use super::Code;
 
 const SEP: char = '\u{1f}';
 

@@ -1,0 +1,99 @@
+//! The one-way path from request bytes to a call document: count limits → parse →
+//! validate → normalise.
+
+use super::document::{CallDocument, Operation};
+use crate::api::{counts, BodyError, CreateCall, Problem, SendCallData, Violation};
+use crate::{normalize, validate};
+
+/// Why a body was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    /// Not JSON, or not a JSON object: 400.
+    Unreadable(BodyError),
+    /// Read, but breaks rules: 422, every violation listed.
+    Invalid(Vec<Violation>),
+    /// Past a count limit ([`crate::api::counts`]): 422 naming that one place; not parsed.
+    OverLimit(Violation),
+}
+
+impl From<Rejection> for Problem {
+    fn from(r: Rejection) -> Problem {
+        match r {
+            Rejection::Unreadable(e) => Problem::unreadable(&e),
+            Rejection::Invalid(v) => Problem::invalid(v),
+            Rejection::OverLimit(v) => Problem::over_limit(v),
+        }
+    }
+}
+
+/// Reads an operation B body; fails when it is past a count limit or not a JSON object.
+pub fn parse_create_call(body: &[u8]) -> Result<CreateCall, Rejection> {
+    parse(body, counts::Layout::CREATE_CALL)
+}
+
+/// Reads an operation A body; fails when it is past a count limit or not a JSON object.
+pub fn parse_send_call_data(body: &[u8]) -> Result<SendCallData, Rejection> {
+    parse(body, counts::Layout::SEND_CALL_DATA)
+}
+
+/// The counts first, so nothing is built for a body past them; then the typed parse.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: counts::Layout) -> Result<T, Rejection> {
+    counts::check(body, layout).map_err(Rejection::OverLimit)?;
+    serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
+}
+
+/// Validates and normalises an operation B body.
+pub fn accept_create_call(call: CreateCall) -> Result<CallDocument, Vec<Violation>> {
+    let violations = validate::create_call(&call);
+    if violations.is_empty() {
+        Ok(normalize::create_call(call))
+    } else {
+        Err(violations)
+    }
+}
+
+/// Validates and normalises an operation A body.
+pub fn accept_send_call_data(call: SendCallData) -> Result<CallDocument, Vec<Violation>> {
+    let violations = validate::send_call_data(&call);
+    if violations.is_empty() {
+        Ok(normalize::send_call_data(call))
+    } else {
+        Err(violations)
+    }
+}
+
+/// Bytes to document for `operation`, the whole pure pipeline.
+pub fn ingest(operation: Operation, body: &[u8]) -> Result<CallDocument, Rejection> {
+    match operation {
+        Operation::CreateCall => accept_create_call(parse_create_call(body)?).map_err(Rejection::Invalid),
+        Operation::SendCallData => accept_send_call_data(parse_send_call_data(body)?).map_err(Rejection::Invalid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ingest, Rejection};
+    use crate::call::Operation;
+
+    /// Found by the fuzzer: bad bytes inside a value of the wrong type were skipped
+    /// unchecked, and the body judged (422) instead of refused (400).
+    #[test]
+    fn malformed_strings_inside_wrong_typed_values_are_not_json() {
+        let bodies: [&[u8]; 4] = [
+            b"{\"transcript\":[\"\xff\"]}",
+            b"{\"transcript\":[\"\\ud800\"]}",
+            b"{\"call_id\":{\"a\":\"\xff\"}}",
+            b"{\"agentId\":[\"\xff\"]}",
+        ];
+        for body in bodies {
+            for op in [Operation::CreateCall, Operation::SendCallData] {
+                let r = ingest(op, body);
+                assert!(
+                    matches!(r, Err(Rejection::Unreadable(_))),
+                    "{:?} {op:?}: {r:?}",
+                    String::from_utf8_lossy(body)
+                );
+            }
+        }
+    }
+}
