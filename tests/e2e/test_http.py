@@ -1,6 +1,5 @@
 """The HTTP API as a client sees it, with several instances per function and DynamoDB's
 faults injected by name (each test names the fault it needs)."""
-import importlib.util
 import json
 import os
 import signal
@@ -8,20 +7,12 @@ import threading
 import time
 import uuid
 
+from devstack import programs
 from devstack.stack import ROOT, request
 
 
-def load(name, path):
-    """The module of the program at `path`, loaded from its file (scripts/ holds programs,
-    not a package to import)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # `make chaos`, for a short run of its own.
-chaos = load("chaos", os.path.join(ROOT, "scripts", "chaos.py"))
+chaos = programs.load("chaos")
 
 
 def body_for(stack, call_id, summary="x", **fields):

@@ -1,11 +1,10 @@
 """scripts/check_imports.py: finds import circles between a crate's modules, and only those."""
-import importlib.util
 import os
 
+from devstack import programs
+
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-spec = importlib.util.spec_from_file_location("check_imports", os.path.join(ROOT, "scripts", "check_imports.py"))
-check_imports = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check_imports)
+check_imports = programs.load("check_imports")
 
 
 def crate(tmp_path, files):

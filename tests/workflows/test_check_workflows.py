@@ -1,24 +1,15 @@
 """scripts/check_workflows.py (`make lint`) passes the deploy workflow as it is, and each of
 its credential and supply-chain rules refuses the workflow with that rule broken."""
-import importlib.util
 import os
 import shutil
 
 import pytest
 
+from devstack import programs
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
-
-def load(name, path):
-    """The module of the program at `path`, loaded from its file (scripts/ holds programs,
-    not a package to import)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-check_workflows = load("check_workflows", os.path.join(ROOT, "scripts", "check_workflows.py"))
+check_workflows = programs.load("check_workflows")
 
 WORKFLOW = os.path.join(ROOT, ".github", "workflows", "deploy.yml")
 LOCK = "requirements-deploy.lock"
