@@ -17,6 +17,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use call_ingest::api::counts;
 use call_ingest::call::{self, CallDocument, Operation};
 use criterion::{Criterion, SamplingMode, Throughput};
 
@@ -77,6 +78,8 @@ fn pipeline(c: &mut Criterion, inputs: &[Input]) {
             .sampling_mode(input.sampling);
         group.bench_function("value", |b| b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(body))));
         group.bench_function("ingest", |b| b.iter(|| call::ingest(Operation::CreateCall, black_box(body))));
+        // The count limits' pass alone (part of ingest): what refusing early costs a valid call.
+        group.bench_function("counts", |b| b.iter(|| counts::check(black_box(body), counts::Layout::CREATE_CALL)));
         group.finish();
     }
 }
