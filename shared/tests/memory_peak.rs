@@ -75,7 +75,7 @@ async fn measured(
     (answer, PEAK.load(Ordering::SeqCst).saturating_sub(before))
 }
 
-/// Tables, the handler's app (with `env`), and a workspace with agent `desk`: the agent's
+/// Tables, the handler's app (with `env`), and workspace 1 with agent `desk`: the agent's
 /// id and a key with `scopes`, as an Authorization header.
 async fn fixture(env: &[(&str, &str)], scopes: Scopes) -> (Tables, call_ingest::http::App, String, String) {
     let t = Tables::new().await;
@@ -98,7 +98,6 @@ async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
     let _serial = SERIAL.lock().await;
     // The compressed body may be over 6 MiB here (see below).
     let (t, app, _, key) = fixture(&[("MAX_BODY_BYTES", "10485760")], Scopes::DEFAULT).await;
-    let ws = 1;
 
     let size = callgen::Size::Bytes(32_500_000);
     let body = callgen::create_call(&callgen::Options { size, seed: 31, call_id: Some("c-cap".into()) });
@@ -132,7 +131,7 @@ async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
     let budget = peak_budget();
     assert!(peak < budget, "the request peaked at {peak} bytes of heap, over half of MemorySize ({budget} bytes)");
     // Stored whole, so the peak is that of the whole path.
-    let stored = app.store().get_call(ws, "c-cap", false).await.unwrap().expect("stored");
+    let stored = app.store().get_call(1, "c-cap", false).await.unwrap().expect("stored");
     assert!(stored.current.raw == body);
     t.delete().await;
 }

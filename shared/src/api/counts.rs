@@ -195,9 +195,9 @@ impl Scan<'_> {
     fn role_of_new(&self, array: bool) -> Role {
         let Some(parent) = self.stack.last() else { return Role::Root };
         match (parent.role, array) {
-            (Role::Root, true) if self.key_is(parent, self.layout.segments) => Role::Segments,
+            (Role::Root, true) if self.key_is(parent.key, self.layout.segments) => Role::Segments,
             (Role::Segments, false) => Role::Segment,
-            (Role::Segment, true) if self.layout.words && self.key_is(parent, "words") => Role::Words,
+            (Role::Segment, true) if self.layout.words && self.key_is(parent.key, "words") => Role::Words,
             (Role::Words, false) => Role::Word,
             _ => Role::Other,
         }
@@ -245,7 +245,7 @@ impl Scan<'_> {
             _ => return Err(Stop::Malformed),
         }
         let field = match role {
-            Role::Word => WORD_FIELDS.iter().position(|(name, _)| self.key_is_at(key, name)),
+            Role::Word => WORD_FIELDS.iter().position(|(name, _)| self.key_is(key, name)),
             _ => None,
         };
         let first_and_right = field.is_some_and(|i| {
@@ -319,11 +319,6 @@ impl Scan<'_> {
         }
     }
 
-    /// The key `frame` is at, decoded.
-    fn key_text(&self, frame: &Frame) -> String {
-        self.span_text(frame.key)
-    }
-
     /// The string at `span` (between its quotes), decoded.
     fn span_text(&self, span: (usize, usize)) -> String {
         let raw = &self.body[span.0..span.1];
@@ -336,12 +331,8 @@ impl Scan<'_> {
         }
     }
 
-    fn key_is(&self, frame: &Frame, name: &str) -> bool {
-        self.key_is_at(frame.key, name)
-    }
-
     /// Whether the key at `span` is `name` (escapes decoded).
-    fn key_is_at(&self, span: (usize, usize), name: &str) -> bool {
+    fn key_is(&self, span: (usize, usize), name: &str) -> bool {
         let raw = &self.body[span.0..span.1];
         raw == name.as_bytes() || (raw.contains(&b'\\') && self.span_text(span) == name)
     }
@@ -354,7 +345,7 @@ impl Scan<'_> {
             if frame.array {
                 pointer.push_str(&frame.count.saturating_sub(1).to_string());
             } else {
-                let key = self.key_text(frame);
+                let key = self.span_text(frame.key);
                 let mut chars = key.chars();
                 for c in chars.by_ref().take(MAX_POINTER_KEY) {
                     match c {
