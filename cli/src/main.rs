@@ -13,8 +13,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use call_ingest::config::{self, Config};
-use call_ingest::http::App;
+use call_ingest_store::config::{self, Config};
+use call_ingest_store::Backend;
 use clap::{Parser, Subcommand};
 
 use commands::{agent, call, key, session, tables, workspace};
@@ -86,7 +86,7 @@ async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
 
 async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let app = App::new(config, dynamodb_client().await);
+    let app = Backend::new(config, dynamodb_client().await);
     // Without a region the SDK fails every request with a long construction error; say
     // what is missing instead.
     if app.store().client().config().region().is_none() {

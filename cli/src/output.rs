@@ -119,7 +119,7 @@ pub fn time_s(secs: u64) -> String {
 
 /// Epoch milliseconds as RFC 3339 (UTC); the number itself if it is out of range.
 pub fn time_ms(ms: u64) -> String {
-    call_ingest::normalize::timestamps::millis_rfc3339(ms)
+    call_ingest_core::normalize::timestamps::millis_rfc3339(ms)
 }
 
 /// An optional text, `-` when absent or empty (a blank cell reads as a layout error).

@@ -2,18 +2,16 @@
 //! through the shared library (the credentials it creates authenticate; the calls the
 //! library stores read back exactly), and no secret left in the directory table.
 
-#[path = "../../shared/tests/support/mod.rs"]
-mod support;
-
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use call_ingest::directory::scopes::{Scope, Scopes};
-use call_ingest::directory::{AgentRef, Denied, Principal, Sessions};
-use call_ingest::store::Owner;
-use call_ingest::Operation;
+use call_ingest_store::directory::scopes::{Scope, Scopes};
+use call_ingest_store::directory::{AgentRef, Denied, Principal, Sessions};
+use call_ingest_store::calls::Owner;
+use call_ingest_core::Operation;
 use serde_json::Value;
-use support::Tables;
+
+use testkit::Tables;
 
 /// A Create Call body with white space, key order and an unknown field of its own, so
 /// that only the exact bytes compare equal to it.
@@ -54,7 +52,7 @@ impl Callctl {
             .args(args)
             .env("CALLS_TABLE", &self.calls)
             .env("DIRECTORY_TABLE", &self.directory)
-            .env("AWS_ENDPOINT_URL_DYNAMODB", support::endpoint())
+            .env("AWS_ENDPOINT_URL_DYNAMODB", testkit::endpoint())
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -138,7 +136,7 @@ async fn operator_workflow_end_to_end() {
     assert_eq!(again["calls"]["status"], "exists");
     assert_eq!(again["directory"]["status"], "exists");
     assert_eq!(again["calls"]["table"], calls.as_str());
-    let tables = Tables { client: support::client().await, calls, directory };
+    let tables = Tables { client: testkit::client().await, calls, directory };
 
     // Workspace, agent, key.
     let workspace = cli.json(&["workspace", "create", "--name", "Acme"]);
@@ -210,7 +208,7 @@ async fn operator_workflow_end_to_end() {
 
     // A call stored by the library reads back through callctl, raw bytes exact.
     let raw = BODY.as_bytes();
-    let doc = call_ingest::call::ingest(Operation::CreateCall, raw).expect("the test body is valid");
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, raw).expect("the test body is valid");
     let owner = Owner { workspace_id: ws, agent_id: &agent_id };
     let stored = app.store().put_call(owner, &doc, raw).await.expect("put_call");
     let id_arg = stored.id.to_string();
@@ -236,7 +234,7 @@ async fn operator_workflow_end_to_end() {
 
     // A new version: the earlier one is a revision.
     let revised_body = BODY.replace("call_ended", "call_analyzed");
-    let revised = call_ingest::call::ingest(Operation::CreateCall, revised_body.as_bytes()).expect("valid");
+    let revised = call_ingest_core::call::ingest(Operation::CreateCall, revised_body.as_bytes()).expect("valid");
     app.store().put_call(owner, &revised, revised_body.as_bytes()).await.expect("revise");
     let history = cli.json(&["call", "get", "--id", &id_arg, "--revisions", "--raw"]);
     assert_eq!(history["current"]["document"]["call"]["call_status"], "call_analyzed");
@@ -384,8 +382,8 @@ async fn tenant_strings_cannot_drive_the_operators_terminal() {
     let agent = cli.json(&["agent", "create", "--workspace", &ws.to_string(), "--remote-id", "bot"]);
     // An OSC 52 clipboard write, a bell, a right-to-left override and a forged line.
     let call_id = "call\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{202e}gpj.exe\nforged";
-    let (doc, raw) = support::small_call(call_id, "x");
-    let store = call_ingest::store::Store::new(support::client().await, calls.clone(), 10);
+    let (doc, raw) = testkit::small_call(call_id, "x");
+    let store = call_ingest_store::calls::Store::new(testkit::client().await, calls.clone(), 10);
     store.put_call(Owner { workspace_id: ws, agent_id: str_of(&agent, "id") }, &doc, &raw).await.expect("stored");
     for args in [vec!["call", "list", "--workspace", &ws.to_string()], vec!["call", "get", "--id", "1"]] {
         let text = cli.ok(&args);
@@ -394,5 +392,5 @@ async fn tenant_strings_cannot_drive_the_operators_terminal() {
     }
     let json = cli.json(&["call", "get", "--id", "1"]);
     assert_eq!(json["call_id"], call_id, "--json keeps the value as it is");
-    Tables { client: support::client().await, calls, directory }.delete().await;
+    Tables { client: testkit::client().await, calls, directory }.delete().await;
 }

@@ -13,7 +13,7 @@
 
 #![no_main]
 
-use call_ingest::call::{self, CallDocument, Operation, Rejection, SCHEMA_VERSION};
+use call_ingest_core::call::{self, CallDocument, Operation, Rejection, SCHEMA_VERSION};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

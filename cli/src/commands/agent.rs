@@ -1,8 +1,8 @@
 //! `callctl agent`: creating, listing and finding the agents of a workspace.
 
 use anyhow::{anyhow, bail};
-use call_ingest::directory::Agent;
-use call_ingest::http::App;
+use call_ingest_store::directory::Agent;
+use call_ingest_store::Backend;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -49,7 +49,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create { workspace, remote_id, name, agent_id } => {
                 if let Some(id) = &agent_id {

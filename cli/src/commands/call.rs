@@ -1,10 +1,10 @@
 //! `callctl call`: reading stored calls back, one in full or a workspace's latest.
 
 use anyhow::{anyhow, bail, Context};
-use call_ingest::directory::Agent;
-use call_ingest::http::App;
-use call_ingest::store::list::MAX_PAGE;
-use call_ingest::store::{CallSummary, Listing, StoredCall, StoredRevision};
+use call_ingest_store::directory::Agent;
+use call_ingest_store::Backend;
+use call_ingest_store::calls::list::MAX_PAGE;
+use call_ingest_store::calls::{CallSummary, Listing, StoredCall, StoredRevision};
 use clap::{ArgGroup, Subcommand};
 use serde_json::{json, Value};
 
@@ -50,7 +50,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Get { workspace, call_id, id, revisions, raw } => {
                 // Several bodies cannot be told apart once written back to back.
@@ -144,7 +144,7 @@ fn pretty(document: &Value) -> String {
     text
 }
 
-async fn list(app: &App, out: &Output, workspace_id: u64, agent: Option<&str>, limit: usize) -> anyhow::Result<()> {
+async fn list(app: &Backend, out: &Output, workspace_id: u64, agent: Option<&str>, limit: usize) -> anyhow::Result<()> {
     workspace::require(app, workspace_id).await?;
     let agents = app.directory().list_agents(workspace_id).await?;
     let agents: Vec<&Agent> = match agent {

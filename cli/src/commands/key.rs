@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use call_ingest::directory::credentials::{Secret, API_KEY_PREFIX, PUBLIC_ID_LEN};
-use call_ingest::directory::scopes::{Scope, Scopes};
-use call_ingest::http::App;
+use call_ingest_store::directory::credentials::{Secret, API_KEY_PREFIX, PUBLIC_ID_LEN};
+use call_ingest_store::directory::scopes::{Scope, Scopes};
+use call_ingest_store::Backend;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -54,7 +54,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create { workspace, name, scopes, token_file } => {
                 let name = name.unwrap_or_default();

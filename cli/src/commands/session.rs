@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use anyhow::bail;
-use call_ingest::directory::credentials::SESSION_PREFIX;
-use call_ingest::http::App;
+use call_ingest_store::directory::credentials::SESSION_PREFIX;
+use call_ingest_store::Backend;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -42,7 +42,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create { user, mut workspaces, ttl } => {
                 let user = user.trim();

@@ -2,8 +2,8 @@
 //! `callctl tables reindex`: calls stored before the listing indexes, listed.
 
 use anyhow::Context;
-use call_ingest::http::App;
-use call_ingest::store::tables::{self, TableDef};
+use call_ingest_store::Backend;
+use call_ingest_store::calls::tables::{self, TableDef};
 use clap::Subcommand;
 use serde_json::json;
 
@@ -20,7 +20,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create => {
                 let calls = create(app, &tables::CALLS, &app.config.calls_table).await?;
@@ -48,7 +48,7 @@ impl Command {
 }
 
 /// Creates one table; answers "created" or "exists".
-async fn create(app: &App, def: &TableDef, name: &str) -> anyhow::Result<&'static str> {
+async fn create(app: &Backend, def: &TableDef, name: &str) -> anyhow::Result<&'static str> {
     let created =
         def.create(app.store().client(), name).await.with_context(|| format!("cannot create table {name}"))?;
     Ok(if created { "created" } else { "exists" })

@@ -1,9 +1,9 @@
 //! `callctl workspace`: creating and showing workspaces.
 
 use anyhow::{anyhow, bail};
-use call_ingest::directory::admin::Workspace;
-use call_ingest::directory::limits::MAX_LIMIT;
-use call_ingest::http::App;
+use call_ingest_store::directory::admin::Workspace;
+use call_ingest_store::directory::limits::MAX_LIMIT;
+use call_ingest_store::Backend;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -43,7 +43,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &App, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
         let workspace = match self {
             Command::Create { name } => {
                 let name = name.trim();
@@ -68,6 +68,6 @@ impl Command {
 
 /// The workspace `id`, or the error an operator should see when it does not exist (a
 /// listing of a workspace that does not exist would otherwise look merely empty).
-pub async fn require(app: &App, id: u64) -> anyhow::Result<Workspace> {
+pub async fn require(app: &Backend, id: u64) -> anyhow::Result<Workspace> {
     app.directory().workspace(id).await?.ok_or_else(|| anyhow!("no such workspace {id}"))
 }

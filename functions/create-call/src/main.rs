@@ -1,10 +1,10 @@
 //! create-call: operation B, `POST /api/v1/public/call`. A thin entry point; the handler
-//! lives in the shared crate.
+//! lives in call-ingest-http.
 
-use call_ingest::http::{serve, App};
-use call_ingest::Operation;
+use call_ingest_http::{serve, start};
+use call_ingest_core::Operation;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    serve(App::from_env().await?, Operation::CreateCall).await
+    serve(start().await?, Operation::CreateCall).await
 }

@@ -1,8 +1,8 @@
-//! erase-call: erasing a call, `DELETE /api/v1/public/call/{id}`. A thin entry point; the handler lives in the shared crate.
+//! erase-call: erasing a call, `DELETE /api/v1/public/call/{id}`. A thin entry point; the handler lives in call-ingest-http.
 
-use call_ingest::http::{serve, App, Endpoint};
+use call_ingest_http::{serve, start, Endpoint};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    serve(App::from_env().await?, Endpoint::EraseCall).await
+    serve(start().await?, Endpoint::EraseCall).await
 }

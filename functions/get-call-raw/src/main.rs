@@ -1,8 +1,8 @@
-//! get-call-raw: a call's body as received, `GET /api/v1/public/call/{id}/raw`. A thin entry point; the handler lives in the shared crate.
+//! get-call-raw: a call's body as received, `GET /api/v1/public/call/{id}/raw`. A thin entry point; the handler lives in call-ingest-http.
 
-use call_ingest::http::{serve, App, Endpoint};
+use call_ingest_http::{serve, start, Endpoint};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    serve(App::from_env().await?, Endpoint::GetRawCall).await
+    serve(start().await?, Endpoint::GetRawCall).await
 }

@@ -1,10 +1,10 @@
 //! get-call: one stored call, `GET /api/v1/public/call/{id}` and
 //! `GET /api/v1/public/call?provider_call_id=…`. A thin entry point; the handler lives in
-//! the shared crate.
+//! call-ingest-http.
 
-use call_ingest::http::{serve, App, Endpoint};
+use call_ingest_http::{serve, start, Endpoint};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    serve(App::from_env().await?, Endpoint::GetCall).await
+    serve(start().await?, Endpoint::GetCall).await
 }

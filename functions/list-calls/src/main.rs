@@ -1,8 +1,8 @@
-//! list-calls: a page of a workspace's calls, `GET /api/v1/public/calls`. A thin entry point; the handler lives in the shared crate.
+//! list-calls: a page of a workspace's calls, `GET /api/v1/public/calls`. A thin entry point; the handler lives in call-ingest-http.
 
-use call_ingest::http::{serve, App, Endpoint};
+use call_ingest_http::{serve, start, Endpoint};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    serve(App::from_env().await?, Endpoint::ListCalls).await
+    serve(start().await?, Endpoint::ListCalls).await
 }

@@ -1,0 +1,17 @@
+//! call-ingest-core: what a call is, without any I/O. The wire types of both operations
+//! and their lenient parsing ([`api`]), validation ([`validate`]), normalisation
+//! ([`normalize`]) and the call document they build ([`call`]).
+//!
+//! A body flows one way: [`api::counts`] (count limits, on the bytes) → [`api`] (typed
+//! parse) → [`validate`] → [`normalize`] → [`call::CallDocument`], all driven by
+//! [`call::pipeline`]. Each step is a plain function that can be tested without the next.
+//!
+//! May import no other call-ingest crate, no AWS SDK, no tokio: the fuzzers and the
+//! pipeline benchmark build it alone.
+
+pub mod api;
+pub mod call;
+pub mod normalize;
+pub mod validate;
+
+pub use call::{CallDocument, Operation};

@@ -1,0 +1,70 @@
+//! The dispatcher: every endpoint's request goes through [`handle`], which checks the
+//! method, hands the request to the endpoint's own answer, turns a failure into its problem
+//! and makes sure the answer fits Lambda's response. Never panics on anything a request
+//! holds; every response carries `X-Request-Id`.
+
+use std::time::Instant;
+
+use lambda_http::http::Response;
+use lambda_http::{Body, Request, RequestExt};
+
+use crate::logging::RequestLog;
+use crate::{problems, respond};
+use crate::endpoints::{erase_call, get_call, ingest, list_calls, raw, revisions};
+use crate::{Backend, Endpoint};
+use call_ingest_core::api::Problem;
+
+/// Answers one request to `endpoint`. Never panics on anything a request holds; every
+/// response carries `X-Request-Id`.
+pub async fn handle(app: &Backend, endpoint: impl Into<Endpoint>, request: Request) -> Response<Body> {
+    let endpoint = endpoint.into();
+    let started = Instant::now();
+    let request_id = request_id(&request);
+    let mut log = RequestLog::new(endpoint, request.body().len());
+    let answer = match endpoint {
+        _ if request.method() != endpoint.method() => Err(problems::method_not_allowed(endpoint)),
+        Endpoint::Ingest(operation) => {
+            ingest::process(app, operation, &request, &mut log).await.map(|reply| reply.respond(operation, &request_id))
+        }
+        Endpoint::GetCall => get_call::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::ListCalls => list_calls::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::CallRevisions => revisions::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::GetRawCall => raw::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::EraseCall => erase_call::answer(app, &request, &request_id, &mut log).await,
+    };
+    let mut response = match answer {
+        Ok(response) => response,
+        Err(problem) => {
+            log.problem = Some(problem.slug);
+            respond::problem(&problem, endpoint, &request_id)
+        }
+    };
+    if !respond::fits(&response) {
+        // Every answer is sized where it is made; this is the net under them all, so that
+        // the client gets our answer and its request id, not the gateway's.
+        let problem = problems::answer_too_large();
+        log.problem = Some(problem.slug);
+        response = respond::problem(&problem, endpoint, &request_id);
+    }
+    log.status = response.status().as_u16();
+    log.finish(&request_id, started.elapsed(), app.config.json_logs);
+    response
+}
+
+/// The Lambda request id, else API Gateway's, else a fresh one.
+fn request_id(request: &Request) -> String {
+    if let Some(ctx) = request.lambda_context_ref() {
+        if !ctx.request_id.is_empty() {
+            return ctx.request_id.clone();
+        }
+    }
+    use lambda_http::request::RequestContext;
+    let from_gateway = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(c)) => c.request_id.clone(),
+        Some(RequestContext::ApiGatewayV1(c)) => c.request_id.clone(),
+        _ => None,
+    };
+    from_gateway
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| call_ingest_store::calls::random_hex(16).unwrap_or_else(|_| "unknown".into()))
+}

@@ -1,0 +1,90 @@
+//! The endpoints, one per function: what each serves, who may call it, and how its
+//! problems look.
+
+use lambda_http::http::Method;
+
+use call_ingest_core::call::Operation;
+use call_ingest_store::directory::scopes::Scope;
+use call_ingest_store::directory::Sessions;
+
+/// One endpoint of the API, served by one function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/calls` or `POST /api/v1/public/call`: storing a call.
+    Ingest(Operation),
+    /// `GET /api/v1/public/call/{id}` and `GET /api/v1/public/call?provider_call_id=…`:
+    /// one call.
+    GetCall,
+    /// `GET /api/v1/public/calls`: a page of a workspace's calls.
+    ListCalls,
+    /// `GET /api/v1/public/call/{id}/revisions` and `…/revisions/{n}`: a call's revisions.
+    CallRevisions,
+    /// `GET /api/v1/public/call/{id}/raw`: a body as it was received.
+    GetRawCall,
+    /// `DELETE /api/v1/public/call/{id}`: erasing a call.
+    EraseCall,
+}
+
+impl From<Operation> for Endpoint {
+    fn from(operation: Operation) -> Endpoint {
+        Endpoint::Ingest(operation)
+    }
+}
+
+impl Endpoint {
+    /// Its name in logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Ingest(operation) => operation.as_str(),
+            Endpoint::GetCall => "get_call",
+            Endpoint::ListCalls => "list_calls",
+            Endpoint::CallRevisions => "call_revisions",
+            Endpoint::GetRawCall => "get_raw_call",
+            Endpoint::EraseCall => "erase_call",
+        }
+    }
+
+    /// The method the endpoint serves; any other is 405.
+    pub fn method(self) -> Method {
+        match self {
+            Endpoint::Ingest(_) => Method::POST,
+            Endpoint::EraseCall => Method::DELETE,
+            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Method::GET,
+        }
+    }
+
+    /// The methods the function's paths serve, for a 405's `Allow`: on
+    /// `/api/v1/public/call` GET is the reader's and POST create-call's; on
+    /// `/api/v1/public/call/{id}` GET is the reader's and DELETE the eraser's.
+    pub fn allow(self) -> &'static str {
+        match self {
+            Endpoint::Ingest(Operation::SendCallData) => "POST",
+            Endpoint::Ingest(Operation::CreateCall) => "GET, POST",
+            Endpoint::GetCall | Endpoint::EraseCall => "GET, DELETE",
+            Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => "GET",
+        }
+    }
+
+    /// The scope a credential needs here.
+    pub fn scope(self) -> Scope {
+        match self {
+            Endpoint::Ingest(_) => Scope::Send,
+            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Scope::Read,
+            Endpoint::EraseCall => Scope::Erase,
+        }
+    }
+
+    /// Whether session tokens are taken: everywhere but operation A, whose contract
+    /// knows API keys only.
+    pub fn sessions(self) -> Sessions {
+        match self {
+            Endpoint::Ingest(Operation::SendCallData) => Sessions::Refused,
+            _ => Sessions::Accepted,
+        }
+    }
+
+    /// Whether problems carry operation A's `success` / `message` envelope.
+    pub fn envelope(self) -> bool {
+        self == Endpoint::Ingest(Operation::SendCallData)
+    }
+}

@@ -1,0 +1,52 @@
+//! Erasing a call: `DELETE /api/v1/public/call/{id}`. Its head, every revision and every
+//! chunk are deleted. Idempotent: 200 for any id, `erased` saying whether this request
+//! removed it (`false` for a call already erased, never stored, or of another workspace:
+//! one answer for all three). A later submission with the same provider call id stores a
+//! new call (a new id, `is_new: true`).
+
+use lambda_http::http::Response;
+use lambda_http::{Body, Request};
+use serde::Serialize;
+
+use crate::logging::RequestLog;
+use crate::problems::storage_problem;
+use crate::reading::{admit, locate, not_found, path_id};
+use crate::{respond, Backend, Endpoint};
+use call_ingest_core::api::Problem;
+
+#[derive(Debug, Serialize)]
+struct ErasedBody {
+    /// The id asked for.
+    id: u64,
+    /// Whether this request removed the call.
+    erased: bool,
+    /// Items removed (head, revisions, chunks).
+    items_removed: usize,
+}
+
+/// Answers a request to the eraser.
+pub async fn answer(
+    app: &Backend,
+    request: &Request,
+    request_id: &str,
+    log: &mut RequestLog,
+) -> Result<Response<Body>, Problem> {
+    let (workspace_id, ()) = admit(app, Endpoint::EraseCall, request, log, Ok(())).await?;
+    // Not a positive integer: the id of no call, the readers' 404.
+    let id = path_id(request).ok_or_else(not_found)?;
+    let removed = match locate(app, workspace_id, Some(id)).await? {
+        Some(call_id) => {
+            app.store()
+                .erase_call(workspace_id, &call_id, id)
+                .await
+                .map_err(|e| storage_problem(e, "the call could not be erased"))?
+                .items
+        }
+        _ => 0,
+    };
+    if removed > 0 {
+        tracing::info!(workspace_id, id, items = removed, "call erased");
+    }
+    let body = ErasedBody { id, erased: removed > 0, items_removed: removed };
+    Ok(respond::json(200, serde_json::to_vec(&body).unwrap_or_default(), "application/json", request_id))
+}

@@ -1,0 +1,179 @@
+//! Operations A and B: credential → query → workspace → agent → body (size, type,
+//! encoding) → parse → validate → normalise → store → answer.
+
+use lambda_http::http::{header, Response};
+use lambda_http::{Body, Request};
+
+use crate::encoding::Encoding;
+use crate::gate::{caller, enter, remote_id_param, workspace_param};
+use crate::logging::RequestLog;
+use crate::problems::{self, denied, directory_problem, storage_problem};
+use crate::respond;
+use crate::{Backend, Endpoint};
+use call_ingest_core::api::responses::{CreateCallResponse, SendCallDataResponse};
+use call_ingest_core::api::send_call_data::{peek_agent_id, PEEK_BYTES};
+use call_ingest_core::api::{Code, Problem, Violation};
+use call_ingest_core::call::{self, CallDocument, Operation};
+use call_ingest_store::directory::AgentRef;
+use call_ingest_store::calls::{Outcome, Owner, Stored};
+
+/// A stored call, to answer with.
+pub(crate) struct Reply {
+    stored: Stored,
+    call_id: String,
+}
+
+impl Reply {
+    pub(crate) fn respond(self, operation: Operation, request_id: &str) -> Response<Body> {
+        let status = if self.stored.is_new() { 201 } else { 200 };
+        let body = match operation {
+            Operation::CreateCall => serde_json::to_vec(&CreateCallResponse {
+                id: self.stored.id,
+                provider_call_id: &self.call_id,
+                is_new: self.stored.is_new(),
+            }),
+            Operation::SendCallData => serde_json::to_vec(&SendCallDataResponse {
+                success: true,
+                call_id: &self.call_id,
+                service_call_id: self.stored.id.to_string(),
+                message: match self.stored.outcome {
+                    Outcome::Created => "Call stored",
+                    Outcome::Unchanged => "Call already stored; nothing changed",
+                    Outcome::Revised => "Call already stored; its content was updated",
+                },
+            }),
+        };
+        respond::json(status, body.unwrap_or_default(), "application/json", request_id)
+    }
+}
+
+/// Operations A and B, after the method check.
+pub(crate) async fn process(
+    app: &Backend,
+    operation: Operation,
+    request: &Request,
+    log: &mut RequestLog,
+) -> Result<Reply, Problem> {
+    let raw = request.body().as_ref();
+    // Judged now, told only to an authenticated caller.
+    let checked = body_checks(app, request);
+    let endpoint = Endpoint::Ingest(operation);
+    match operation {
+        Operation::CreateCall => {
+            let query = query(request);
+            let agent = query
+                .as_ref()
+                .ok()
+                .map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
+            let (lookup, principal) = caller(app, endpoint, request, agent).await?;
+            let (workspace_id, _) = query.map_err(Problem::invalid)?;
+            let workspace_id = enter(app, &lookup, &principal, Some(workspace_id), log).await?;
+            let agent = app.directory().authorize(&lookup, workspace_id).map_err(denied)?;
+            let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
+            let parsed = call::parse_create_call(&body)?;
+            let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
+            store_call(app, workspace_id, &agent.id, &doc, &body, log).await
+        }
+        Operation::SendCallData => {
+            // The agent is named in the body. Only its first bytes are read (and
+            // decompressed) before the credential is known, so an anonymous request costs
+            // no parse; when they name the agent, the credential and the agent cost one
+            // round trip together.
+            let prefix = checked.as_ref().map(|e| e.prefix(raw, PEEK_BYTES)).unwrap_or_default();
+            let peeked = peek_agent_id(&prefix);
+            let (lookup, principal) = caller(app, endpoint, request, peeked.map(AgentRef::Id)).await?;
+            // No workspace asked for: the API key's own (sessions were refused).
+            let workspace_id = enter(app, &lookup, &principal, None, log).await?;
+            let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
+            let parsed = call::parse_send_call_data(&body)?;
+            let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
+            let agent = match agent_id {
+                Some(id) => {
+                    let lookup = match peeked == Some(id) {
+                        true => lookup,
+                        false => {
+                            app.directory().with_agent(lookup, AgentRef::Id(id)).await.map_err(directory_problem)?
+                        }
+                    };
+                    Some(app.directory().authorize(&lookup, workspace_id).map_err(denied)?)
+                }
+                None => None,
+            };
+            let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
+            let agent = agent
+                .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
+            store_call(app, workspace_id, &agent.id, &doc, &body, log).await
+        }
+    }
+}
+
+/// Stores the call; its reply, or the problem storing it.
+async fn store_call(
+    app: &Backend,
+    workspace_id: u64,
+    agent_id: &str,
+    doc: &CallDocument,
+    raw: &[u8],
+    log: &mut RequestLog,
+) -> Result<Reply, Problem> {
+    let stored = app
+        .store()
+        .put_call(Owner { workspace_id, agent_id }, doc, raw)
+        .await
+        .map_err(|e| storage_problem(e, "the call could not be stored"))?;
+    log.stored = Some(stored);
+    Ok(Reply { stored, call_id: doc.call_id().to_owned() })
+}
+
+/// The checks on a body before it is read, only told to an authenticated caller: 413 for
+/// more bytes than `MAX_BODY_BYTES` (received, before decompression), 415 for a type that
+/// is not JSON or an encoding we do not take. Answers the body's encoding.
+fn body_checks(app: &Backend, request: &Request) -> Result<Encoding, Problem> {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let limit = app.config.max_body_bytes;
+    if request.body().len() > limit || declared.is_some_and(|d| d > limit as u64) {
+        return Err(problems::body_too_large(limit));
+    }
+    if let Some(content_type) = request.headers().get(header::CONTENT_TYPE) {
+        if !is_json(content_type.to_str().unwrap_or_default()) {
+            return Err(problems::not_json());
+        }
+    }
+    Encoding::of(request.headers())
+}
+
+/// `application/json`, or any `+json` type, parameters ignored.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Operation B's query: a positive integer `workspace_id` and an `agent_remote_identifier`
+/// of 1 to 200 characters.
+fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
+    let workspace = workspace_param(request);
+    let remote = remote_id_param(request)
+        .and_then(|r| r.ok_or_else(|| Violation::new("/query/agent_remote_identifier", Code::Required, "is required")));
+    match (workspace, remote) {
+        (Ok(w), Ok(r)) => Ok((w, r)),
+        (w, r) => Err(w.err().into_iter().chain(r.err()).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json;
+
+    #[test]
+    fn json_media_types_are_recognised() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(is_json("application/problem+json"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json("application/x-www-form-urlencoded"));
+    }
+}

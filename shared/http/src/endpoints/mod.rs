@@ -1,0 +1,9 @@
+//! One file per endpoint: each takes its request after the method check and answers it or
+//! a problem. Operation A and B share `ingest`.
+
+pub(crate) mod erase_call;
+pub(crate) mod get_call;
+pub(crate) mod ingest;
+pub(crate) mod list_calls;
+pub(crate) mod raw;
+pub(crate) mod revisions;

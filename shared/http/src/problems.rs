@@ -1,0 +1,220 @@
+//! The catalogue of every problem the HTTP layer answers: its status, `type` slug, title and
+//! the endpoints that can answer it ([`CATALOGUE`]), and one constructor for each. Endpoints
+//! build their problems here and nowhere else, so the catalogue is complete by construction;
+//! the openapi test walks it. Validation problems (400 `invalid-json`, 422 `validation`) are
+//! built by call-ingest-core from the body and are listed here too.
+
+use call_ingest_core::api::Problem;
+use call_ingest_core::call::Operation;
+use call_ingest_store::calls::StoreError;
+use call_ingest_store::directory::credentials::Denied;
+
+use crate::Endpoint;
+
+/// One kind of problem: what a client sees, and which endpoints can answer it.
+#[derive(Debug)]
+pub struct Kind {
+    pub status: u16,
+    pub slug: &'static str,
+    pub title: &'static str,
+    /// Whether `endpoint` can answer this problem.
+    pub answered_by: fn(Endpoint) -> bool,
+}
+
+impl Kind {
+    fn with(&'static self, detail: impl Into<String>) -> Problem {
+        Problem::new(self.status, self.slug, self.title, detail)
+    }
+}
+
+fn every(_: Endpoint) -> bool {
+    true
+}
+
+fn ingest(e: Endpoint) -> bool {
+    matches!(e, Endpoint::Ingest(_))
+}
+
+fn readers(e: Endpoint) -> bool {
+    matches!(e, Endpoint::GetCall | Endpoint::CallRevisions | Endpoint::GetRawCall)
+}
+
+/// Every endpoint that names a workspace in its request: all but operation A.
+fn named_workspace(e: Endpoint) -> bool {
+    e != Endpoint::Ingest(Operation::SendCallData)
+}
+
+/// Every endpoint that finds a call by its `{id}`.
+fn by_id(e: Endpoint) -> bool {
+    readers(e) || e == Endpoint::EraseCall
+}
+
+pub const UNAUTHORIZED: Kind = Kind { status: 401, slug: "unauthorized", title: "Unauthorized", answered_by: every };
+pub const FORBIDDEN: Kind = Kind { status: 403, slug: "forbidden", title: "Forbidden", answered_by: named_workspace };
+pub const INSUFFICIENT_SCOPE: Kind =
+    Kind { status: 403, slug: "insufficient-scope", title: "Forbidden", answered_by: every };
+/// Operation A's `agentId`, operation B's and the listing's `agent_remote_identifier`.
+pub const AGENT_NOT_FOUND: Kind = Kind {
+    status: 404,
+    slug: "agent-not-found",
+    title: "Agent not found",
+    answered_by: |e| ingest(e) || e == Endpoint::ListCalls,
+};
+pub const CALL_NOT_FOUND: Kind = Kind { status: 404, slug: "call-not-found", title: "Call not found", answered_by: by_id };
+/// Every function but erase-call, which API Gateway sends DELETE only (its path's other
+/// methods go to get-call).
+pub const METHOD_NOT_ALLOWED: Kind = Kind {
+    status: 405,
+    slug: "method-not-allowed",
+    title: "Method not allowed",
+    answered_by: |e| e != Endpoint::EraseCall,
+};
+pub const TOO_LARGE_TO_ANSWER: Kind =
+    Kind { status: 406, slug: "too-large-to-answer", title: "Answer too large", answered_by: readers };
+pub const PAYLOAD_TOO_LARGE: Kind =
+    Kind { status: 413, slug: "payload-too-large", title: "Request body too large", answered_by: ingest };
+pub const UNSUPPORTED_MEDIA_TYPE: Kind =
+    Kind { status: 415, slug: "unsupported-media-type", title: "Unsupported media type", answered_by: ingest };
+pub const UNSUPPORTED_ENCODING: Kind =
+    Kind { status: 415, slug: "unsupported-encoding", title: "Unsupported content encoding", answered_by: ingest };
+pub const RANGE_NOT_SATISFIABLE: Kind =
+    Kind { status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable", answered_by: readers };
+pub const TOO_MANY_REQUESTS: Kind =
+    Kind { status: 429, slug: "too-many-requests", title: "Too many requests", answered_by: every };
+pub const BAD_ENCODING: Kind =
+    Kind { status: 400, slug: "bad-encoding", title: "Body cannot be decompressed", answered_by: ingest };
+pub const INVALID_CURSOR: Kind =
+    Kind { status: 400, slug: "invalid-cursor", title: "Invalid cursor", answered_by: |e| e == Endpoint::ListCalls };
+/// An event lambda_http cannot read or turn into a request; the local gateway never sends
+/// one, so no openapi example shows it, but every function can answer it.
+pub const BAD_REQUEST: Kind =
+    Kind { status: 400, slug: "bad-request", title: "Request cannot be read", answered_by: every };
+/// Built by call-ingest-core (`Problem::unreadable`).
+pub const INVALID_JSON: Kind =
+    Kind { status: 400, slug: "invalid-json", title: "Request body is not a JSON object", answered_by: ingest };
+/// Built by call-ingest-core (`Problem::invalid`, `Problem::over_limit`) for bodies, and
+/// for query parameters by every endpoint.
+pub const VALIDATION: Kind =
+    Kind { status: 422, slug: "validation", title: "Request body is invalid", answered_by: every };
+pub const INTERNAL: Kind = Kind { status: 500, slug: "internal", title: "Internal error", answered_by: every };
+pub const UNAVAILABLE: Kind =
+    Kind { status: 503, slug: "unavailable", title: "Service unavailable", answered_by: every };
+
+/// Every problem the API answers.
+pub const CATALOGUE: &[&Kind] = &[
+    &UNAUTHORIZED,
+    &FORBIDDEN,
+    &INSUFFICIENT_SCOPE,
+    &AGENT_NOT_FOUND,
+    &CALL_NOT_FOUND,
+    &METHOD_NOT_ALLOWED,
+    &TOO_LARGE_TO_ANSWER,
+    &PAYLOAD_TOO_LARGE,
+    &UNSUPPORTED_MEDIA_TYPE,
+    &UNSUPPORTED_ENCODING,
+    &RANGE_NOT_SATISFIABLE,
+    &TOO_MANY_REQUESTS,
+    &BAD_ENCODING,
+    &INVALID_CURSOR,
+    &BAD_REQUEST,
+    &INVALID_JSON,
+    &VALIDATION,
+    &INTERNAL,
+    &UNAVAILABLE,
+];
+
+/// What a credential check refused, as the contract answers it.
+pub(crate) fn denied(d: Denied) -> Problem {
+    match d {
+        Denied::Unauthorized => UNAUTHORIZED.with("send a valid credential: Authorization: Bearer <API key>"),
+        Denied::Forbidden => FORBIDDEN.with("the credential is not valid for this workspace"),
+        Denied::AgentNotFound => AGENT_NOT_FOUND.with("no such agent in this workspace"),
+        Denied::MissingScope(scope) => INSUFFICIENT_SCOPE.with(format!(
+            "the API key lacks the `{scope}` scope; make one with `callctl key create --scope {scope}`"
+        )),
+    }
+}
+
+/// A failure reading the credential or the agent: no call was being stored yet.
+pub(crate) fn directory_problem(e: StoreError) -> Problem {
+    storage_problem(e, "the credential or agent could not be read")
+}
+
+/// 503 for what a retry may fix, else 500 whose detail says what `failed`.
+pub(crate) fn storage_problem(e: StoreError, failed: &str) -> Problem {
+    match e {
+        StoreError::Unavailable(reason) => {
+            tracing::warn!(%reason, "storage unavailable");
+            UNAVAILABLE.with("storage is busy or unreachable; retry the same request")
+        }
+        StoreError::Internal(reason) => {
+            tracing::error!(%reason, "storage failed");
+            INTERNAL.with(format!("{failed}; quote the request id when reporting this"))
+        }
+    }
+}
+
+/// An answer that would not fit Lambda's response, caught at the last step.
+pub(crate) fn answer_too_large() -> Problem {
+    INTERNAL.with("the answer was too large to send")
+}
+
+pub(crate) fn method_not_allowed(endpoint: Endpoint) -> Problem {
+    METHOD_NOT_ALLOWED.with(format!("this endpoint accepts {} only", endpoint.method()))
+}
+
+pub(crate) fn call_not_found() -> Problem {
+    CALL_NOT_FOUND.with("no such call in this workspace")
+}
+
+pub(crate) fn too_large_to_answer(detail: String) -> Problem {
+    TOO_LARGE_TO_ANSWER.with(detail)
+}
+
+pub(crate) fn range_not_satisfiable(total: usize) -> Problem {
+    RANGE_NOT_SATISFIABLE.with(format!("the answer is {total} bytes; ask for a range that starts before its end"))
+}
+
+/// A body larger than `limit` bytes as sent.
+pub(crate) fn body_too_large(limit: usize) -> Problem {
+    PAYLOAD_TOO_LARGE.with(format!("the body must be at most {limit} bytes as sent; send larger calls compressed"))
+}
+
+/// A compressed body that expands past `cap` bytes.
+pub(crate) fn decompressed_too_large(cap: usize) -> Problem {
+    PAYLOAD_TOO_LARGE.with(format!("the decompressed body must be at most {cap} bytes"))
+}
+
+pub(crate) fn not_json() -> Problem {
+    UNSUPPORTED_MEDIA_TYPE.with("the body must be application/json")
+}
+
+/// `what`: the Content-Encoding refused; `supported`: the encodings taken.
+pub(crate) fn unsupported_encoding(what: &str, supported: &str) -> Problem {
+    UNSUPPORTED_ENCODING
+        .with(format!("Content-Encoding {what} is not supported: send the body as is, or with one of {supported}"))
+}
+
+/// `encoding`: the name of the encoding whose data is corrupt or truncated.
+pub(crate) fn bad_encoding(encoding: &str) -> Problem {
+    BAD_ENCODING.with(format!("the body is not valid {encoding} data (corrupt or truncated)"))
+}
+
+pub(crate) fn too_many_requests(retry_after_secs: u32) -> Problem {
+    TOO_MANY_REQUESTS.with(format!(
+        "this workspace is over its limit of requests per second; retry after {retry_after_secs} s"
+    ))
+}
+
+pub(crate) fn invalid_cursor() -> Problem {
+    INVALID_CURSOR.with(
+        "the cursor is not one this listing issued: pass `next_cursor` as it was given, with the same \
+         workspace_id, agent_remote_identifier, started_from and started_before",
+    )
+}
+
+pub(crate) fn unreadable_event() -> Problem {
+    BAD_REQUEST.with(
+        "the request cannot be read (a header value with control characters, or a malformed query string or Host?)",
+    )
+}

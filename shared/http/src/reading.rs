@@ -1,0 +1,163 @@
+//! What the endpoints that read (and erase) calls share: the first steps of a request,
+//! finding a call by its `{id}` within the caller's workspace, answering a call's document,
+//! and validators (`ETag` / `If-None-Match`).
+//!
+//! A call of another workspace is answered exactly as a missing one (404, after the same
+//! reads), so an id or a provider call id tells nobody whether it exists elsewhere.
+
+use lambda_http::http::{header, HeaderValue, Response};
+use lambda_http::{Body, Request, RequestExt};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::gate::{caller, enter, workspace_param};
+use crate::logging::RequestLog;
+use crate::problems::{self, storage_problem};
+use crate::{respond, Backend, Endpoint};
+use call_ingest_core::api::{Problem, Violation};
+use call_ingest_store::directory::AgentRef;
+use call_ingest_core::normalize::timestamps::millis_rfc3339;
+use call_ingest_store::calls::{StoreError, StoredCall};
+
+/// The first steps of every reader: credential and scope (401, 403), the query's
+/// `workspace_id` with the endpoint's own `params` (422 for all their violations at once),
+/// the workspace's access and rate (403, 429). Answers the workspace and the params.
+pub(crate) async fn admit<T>(
+    app: &Backend,
+    endpoint: Endpoint,
+    request: &Request,
+    log: &mut RequestLog,
+    params: Result<T, Vec<Violation>>,
+) -> Result<(u64, T), Problem> {
+    let (lookup, principal) = caller(app, endpoint, request, None).await?;
+    let (asked, params) = match (workspace_param(request), params) {
+        (Ok(w), Ok(p)) => (w, p),
+        (w, p) => return Err(Problem::invalid(w.err().into_iter().chain(p.err().into_iter().flatten()).collect())),
+    };
+    let workspace_id = enter(app, &lookup, &principal, Some(asked), log).await?;
+    Ok((workspace_id, params))
+}
+
+/// The `{id}` of the path, when it is an id a call can have (a positive integer); any
+/// other names no call (404 without a read).
+pub(crate) fn path_id(request: &Request) -> Option<u64> {
+    request.path_parameters().first("id")?.parse::<u64>().ok().filter(|id| *id > 0)
+}
+
+/// The provider call id of call `id` when it is in `workspace_id`; `None` when it is
+/// missing, of another workspace, or `id` is `None`. One query of the `by-id` index.
+pub(crate) async fn locate(app: &Backend, workspace_id: u64, id: Option<u64>) -> Result<Option<String>, Problem> {
+    let Some(id) = id else { return Ok(None) };
+    Ok(match app.store().locate(id).await.map_err(read_problem)? {
+        Some((w, call_id)) if w == workspace_id => Some(call_id),
+        _ => None,
+    })
+}
+
+/// Call `id` of `workspace_id` at `revision` (current when `None`), or `None`: missing, of
+/// another workspace, or `id` is `None`. A call stored again after an erase has the old
+/// one's provider call id but not its id: it is not the call asked for.
+pub(crate) async fn call_by_id(
+    app: &Backend,
+    workspace_id: u64,
+    id: Option<u64>,
+    revision: Option<u64>,
+) -> Result<Option<StoredCall>, Problem> {
+    let Some(call_id) = locate(app, workspace_id, id).await? else { return Ok(None) };
+    let call = app.store().get_call_at(workspace_id, &call_id, revision).await.map_err(read_problem)?;
+    Ok(call.filter(|c| Some(c.id) == id))
+}
+
+/// The body of a call (or of one of its revisions).
+#[derive(Debug, Serialize)]
+struct CallBody<'a> {
+    id: u64,
+    provider_call_id: &'a str,
+    /// `None` only when the agent was deleted from the directory since.
+    agent_remote_identifier: Option<&'a str>,
+    /// The endpoint it came through: `create_call` or `send_call_data`.
+    operation: &'a str,
+    revision: u64,
+    /// When the call was first stored and when this content was, RFC 3339 UTC.
+    created_at: String,
+    updated_at: String,
+    /// The content digest (agent and normalised document), as in the `ETag`.
+    digest: &'a str,
+    /// The normalised document, as stored.
+    document: &'a RawValue,
+}
+
+/// Answers `call`'s current content (the revision it was read at), or 304 when the
+/// client has it.
+pub(crate) async fn document(
+    app: &Backend,
+    request: &Request,
+    request_id: &str,
+    call: &StoredCall,
+) -> Result<Response<Body>, Problem> {
+    let etag = etag(call, "");
+    if let Some(response) = not_modified(request, &etag, request_id) {
+        return Ok(response);
+    }
+    let agent = app.directory().agent(AgentRef::Id(&call.agent_id), call.workspace_id).await.map_err(read_problem)?;
+    let body = CallBody {
+        id: call.id,
+        provider_call_id: &call.call_id,
+        agent_remote_identifier: agent.as_ref().map(|a| a.remote_id.as_str()),
+        operation: &call.operation,
+        revision: call.current.revision,
+        created_at: millis_rfc3339(call.created_at),
+        updated_at: millis_rfc3339(call.current.updated_at),
+        digest: &call.current.digest,
+        document: &call.current.document,
+    };
+    // Sized once: the document is nearly all of it (growing by doubling would hold up to
+    // three times a large call's document at once).
+    let mut json = Vec::with_capacity(call.current.document.get().len() + 1024);
+    serde_json::to_writer(&mut json, &body).map_err(|e| read_problem(StoreError::Internal(e.to_string())))?;
+    Ok(with_etag(respond::encoded(200, json, request.headers(), request_id)?, &etag))
+}
+
+/// A weak validator from the call's id, revision and content digest: it changes with
+/// every revision (also one back to earlier content), and a call erased and sent again (a
+/// new id) never matches its old copy. `kind` tells representations of one revision apart
+/// (its document, its raw body).
+pub(crate) fn etag(call: &StoredCall, kind: &str) -> String {
+    format!("W/\"{}-{}-{}{kind}\"", call.id, call.current.revision, call.current.digest)
+}
+
+pub(crate) fn with_etag(mut response: Response<Body>, etag: &str) -> Response<Body> {
+    if let Ok(value) = HeaderValue::from_str(etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+/// 304 when `If-None-Match` names `etag` (weak comparison, RFC 9110 13.1.2) or is `*`.
+pub(crate) fn not_modified(request: &Request, etag: &str, request_id: &str) -> Option<Response<Body>> {
+    let opaque = |tag: &str| tag.trim().trim_start_matches("W/").to_owned();
+    let ours = opaque(etag);
+    let matched = request
+        .headers()
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| tag.trim() == "*" || opaque(tag) == ours);
+    if !matched {
+        return None;
+    }
+    let mut response = respond::json(304, Vec::new(), "application/json", request_id);
+    response.headers_mut().remove(header::CONTENT_TYPE);
+    // What the 200 would have carried (RFC 9110 15.4.5).
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    Some(with_etag(response, etag))
+}
+
+pub(crate) fn not_found() -> Problem {
+    problems::call_not_found()
+}
+
+pub(crate) fn read_problem(e: StoreError) -> Problem {
+    storage_problem(e, "the call could not be read")
+}

@@ -1,0 +1,14 @@
+//! call-ingest-http's integration tests: requests through the handler, against the local
+//! DynamoDB (`testkit`). One binary, a module per subject. `memory_peak` and
+//! `anonymous_cost` (a global allocator) and `logging` (tracing's process-wide caches) are
+//! binaries of their own.
+
+mod compressed_bodies;
+mod credentials;
+mod events;
+mod get_call;
+mod openapi;
+mod rate_limits;
+mod reading;
+#[path = "../requests/mod.rs"]
+mod requests;

@@ -1,0 +1,301 @@
+//! Durable, idempotent storage of calls in DynamoDB.
+//!
+//! A call is identified by (workspace, provider call id). The first submission creates its
+//! head item with one conditional put; a replay with the same content (same agent and same
+//! normalised document) writes nothing; different content becomes the new head and the
+//! previous head is kept as a revision, in one transaction conditioned on the revision
+//! number, so racing submissions all end up stored, in some order.
+//!
+//! Every head carries the token of the submission that wrote it, and its internal id: when
+//! DynamoDB applied a write whose reply was lost and the SDK retried it, the retry finds
+//! this request's own head and answers what the first attempt did. See `docs/DESIGN.md`.
+//!
+//! Calls flow one way: `put_call` (here) → `create` / `revise` → `chunks` → `error`.
+
+mod chunks;
+pub mod codec;
+mod create;
+mod erase;
+mod error;
+pub mod ids;
+pub mod item;
+pub mod list;
+pub mod query;
+mod read;
+mod revise;
+mod submission;
+pub mod tables;
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::types::TransactWriteItem;
+use aws_sdk_dynamodb::Client;
+
+use call_ingest_core::call::CallDocument;
+use create::Creation;
+use error::{transaction_outcome, Transaction};
+use ids::IdBlocks;
+use item::{get_u64, is_tombstone, names_erased, s, Item, HEAD};
+use submission::{id_and_revision, Submission};
+
+pub use erase::Erased;
+pub use error::{cancellation_codes, StoreError};
+pub use list::{CallSummary, Listing, Page, Position};
+pub use read::{RevisionInfo, StoredCall, StoredRevision};
+pub use submission::dynamodb_number;
+
+/// Attempts at storing one submission (creates and revisions that lost a race or met a
+/// transaction in progress) before answering "try again".
+const MAX_ATTEMPTS: usize = 40;
+/// No new attempt starts after this long: an answer reaches the client well inside the
+/// function's 29 s timeout and API Gateway's 30 s.
+const DEADLINE: Duration = Duration::from_secs(18);
+
+/// Who a call belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner<'a> {
+    pub workspace_id: u64,
+    /// The service's agent id.
+    pub agent_id: &'a str,
+}
+
+/// What storing a submission did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new call: 201, `is_new: true`.
+    Created,
+    /// Same content (same agent, same normalised document) as the current one: nothing
+    /// written.
+    Unchanged,
+    /// Different content: now current, the previous content kept as a revision.
+    Revised,
+}
+
+/// The answer to a submission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    pub id: u64,
+    pub outcome: Outcome,
+    /// The call's current revision number (1 for a new call).
+    pub revision: u64,
+    /// Bytes this submission wrote (all items, as DynamoDB sizes them).
+    pub bytes_written: usize,
+    /// DynamoDB requests it took.
+    pub requests: u32,
+}
+
+impl Stored {
+    pub fn is_new(&self) -> bool {
+        self.outcome == Outcome::Created
+    }
+}
+
+/// The calls table and the id source of this instance.
+#[derive(Debug)]
+pub struct Store {
+    client: Client,
+    table: String,
+    ids: IdBlocks,
+}
+
+impl Store {
+    pub fn new(client: Client, table: impl Into<String>, id_block_size: u64) -> Self {
+        Store { client, table: table.into(), ids: IdBlocks::new(id_block_size) }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Stores a submission: creates the call, leaves it as it is, or adds a revision.
+    /// `raw` is the request body exactly as received.
+    pub async fn put_call(&self, owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Stored, StoreError> {
+        let started = Instant::now();
+        let mut sub = Submission::prepare(owner, doc, raw)?;
+        let mut requests = 0;
+        // The head as last read: `None` until read (a small call tries to create first).
+        let mut seen: Option<Option<Item>> = None;
+        if sub.is_chunked() {
+            // A large submission is checked first, so a replay writes no chunks.
+            requests += 1;
+            let head = self.head(&sub.pk).await?;
+            if let Some(head) = head.as_ref().filter(|h| sub.same_content(h)) {
+                return unchanged(head, requests);
+            }
+            requests += self.write_chunks(std::mem::take(&mut sub.chunks)).await?;
+            seen = Some(head);
+        }
+        // The id this submission creates the call with, once taken. It is given back only
+        // when another submission's head is seen: then it was certainly never written.
+        let mut id = None;
+        // An erase's tombstone at the head's key, once seen: the call is created over it.
+        let mut tombstone = None;
+        for attempt in 0..MAX_ATTEMPTS {
+            if started.elapsed() > DEADLINE {
+                break;
+            }
+            let head = match seen.take() {
+                Some(Some(head)) => head,
+                None | Some(None) => {
+                    let new_id = match id {
+                        Some(id) => id,
+                        None => {
+                            requests += u32::from(!self.ids.has_block().await);
+                            *id.insert(self.ids.next(&self.client, &self.table).await?)
+                        }
+                    };
+                    requests += 1;
+                    let creation = match self.create(&sub, new_id, tombstone.as_ref()).await {
+                        Ok(creation) => creation,
+                        Err(e) => return self.settle(&sub, Some(new_id), e, requests).await,
+                    };
+                    let found = match creation {
+                        Creation::Created => return Ok(sub.stored(new_id, Outcome::Created, 1, requests)),
+                        Creation::Conflict => {
+                            tokio::time::sleep(backoff(attempt)).await;
+                            continue;
+                        }
+                        Creation::Exists(Some(found)) => found,
+                        Creation::Exists(None) => {
+                            requests += 1;
+                            match self.item(&sub.pk, HEAD).await? {
+                                Some(found) => found,
+                                None => {
+                                    // The tombstone expired meanwhile: create on nothing.
+                                    tombstone = None;
+                                    continue;
+                                }
+                            }
+                        }
+                    };
+                    if get_u64(&found, "id") == Some(new_id) || names_erased(&found, new_id) {
+                        // This request's own create, applied by an attempt whose reply was
+                        // lost (the call may have been revised since, or erased: then it
+                        // was created and is gone; its id is never handed out again).
+                        return Ok(sub.stored(new_id, Outcome::Created, 1, requests));
+                    }
+                    if is_tombstone(&found) {
+                        tombstone = Some(found);
+                        continue;
+                    }
+                    self.ids.give_back(new_id).await;
+                    id = None;
+                    found
+                }
+            };
+            if sub.same_content(&head) {
+                if sub.wrote(&head) {
+                    // This request's own revision, applied by an attempt whose reply was lost.
+                    let (id, revision) = id_and_revision(&head)?;
+                    return Ok(sub.stored(id, Outcome::Revised, revision, requests));
+                }
+                return unchanged(&head, requests);
+            }
+            requests += 1;
+            match self.revise(&sub, &head).await {
+                Ok(Some(stored)) => return Ok(Stored { requests, ..stored }),
+                Ok(None) => {}
+                Err(e) => return self.settle(&sub, None, e, requests).await,
+            }
+            tokio::time::sleep(backoff(attempt)).await;
+            requests += 1;
+            seen = Some(self.head(&sub.pk).await?);
+        }
+        Err(StoreError::Unavailable("too many concurrent submissions of this call".into()))
+    }
+
+    /// After a create (with `id`) or a revision failed with "try again": DynamoDB may have
+    /// applied it all the same (a reply lost, then every retry of the SDK's failed). The
+    /// head says whether this submission wrote it; else the error stands.
+    async fn settle(
+        &self,
+        sub: &Submission,
+        id: Option<u64>,
+        error: StoreError,
+        requests: u32,
+    ) -> Result<Stored, StoreError> {
+        if !matches!(error, StoreError::Unavailable(_)) {
+            return Err(error);
+        }
+        let Ok(Some(head)) = self.head(&sub.pk).await else {
+            return Err(error);
+        };
+        if let Some(id) = id.filter(|id| get_u64(&head, "id") == Some(*id) || names_erased(&head, *id)) {
+            return Ok(sub.stored(id, Outcome::Created, 1, requests + 1));
+        }
+        if sub.wrote(&head) {
+            let (id, revision) = id_and_revision(&head)?;
+            return Ok(sub.stored(id, Outcome::Revised, revision, requests + 1));
+        }
+        Err(error)
+    }
+
+    /// The head item, read consistently; `None` when there is none, or an erase's
+    /// tombstone.
+    async fn head(&self, pk: &str) -> Result<Option<Item>, StoreError> {
+        Ok(self.item(pk, HEAD).await?.filter(|item| !is_tombstone(item)))
+    }
+
+    /// One item, read consistently.
+    async fn item(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(out.item)
+    }
+
+    /// Runs a transaction whose first `contested` items carry the conditions other writers
+    /// can break.
+    async fn transact(&self, items: Vec<TransactWriteItem>, contested: usize) -> Result<Transaction, StoreError> {
+        match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
+            Ok(_) => Ok(Transaction::Committed),
+            Err(e) => transaction_outcome(e, contested),
+        }
+    }
+}
+
+impl Submission {
+    fn stored(&self, id: u64, outcome: Outcome, revision: u64, requests: u32) -> Stored {
+        Stored { id, outcome, revision, bytes_written: self.bytes, requests }
+    }
+}
+
+fn unchanged(head: &Item, requests: u32) -> Result<Stored, StoreError> {
+    let (id, revision) = id_and_revision(head)?;
+    Ok(Stored { id, outcome: Outcome::Unchanged, revision, bytes_written: 0, requests })
+}
+
+/// A short, growing, jittered pause between attempts of a contended write.
+fn backoff(attempt: usize) -> Duration {
+    let base = 5u64 << attempt.min(6);
+    let jitter = u64::from(random_u32() % 16);
+    Duration::from_millis(base.min(200) + jitter)
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
+}
+
+fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    let _ = getrandom::getrandom(&mut b);
+    u32::from_le_bytes(b)
+}
+
+/// `bytes` random bytes as hex.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, StoreError> {
+    let mut b = vec![0u8; bytes];
+    getrandom::getrandom(&mut b).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
+    Ok(call_ingest_core::call::hex(&b))
+}

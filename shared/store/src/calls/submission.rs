@@ -1,0 +1,175 @@
+//! One submission, prepared for writing: the head's attributes, the compressed frame
+//! (inline or in chunks), the identity digest and a token that says "this request wrote it".
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::item::{call_pk, chunk_sk, get_s, get_u64, item_size, n, s, Item};
+use super::{codec, now_ms, random_hex, tables, Owner, StoreError};
+use call_ingest_core::api::number::Number;
+use call_ingest_core::call::CallDocument;
+
+/// How long chunks of a submission that never became current live (TTL).
+const ORPHAN_CHUNK_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// A submission, ready to become a head.
+pub(super) struct Submission {
+    pub pk: String,
+    /// Identity of the content: the agent and the normalised document.
+    pub digest: String,
+    /// Random, one per submission: a head that carries it was written by this request
+    /// (the reply to that write may have been lost). Also names its chunks.
+    pub token: String,
+    /// The head's attributes that do not depend on the revision.
+    pub attributes: Item,
+    /// Chunk items, when the frame does not fit the head (moved out when written).
+    pub chunks: Vec<Item>,
+    /// Sort keys of the chunks, for the transaction that confirms them.
+    pub chunk_sks: Vec<String>,
+    /// Bytes this submission writes (all items, as DynamoDB sizes them).
+    pub bytes: usize,
+}
+
+impl Submission {
+    pub fn prepare(owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Submission, StoreError> {
+        let json = doc.to_json();
+        let digest = CallDocument::digest_of(owner.agent_id, &json);
+        let packed = codec::pack(raw, &json).map_err(|e| StoreError::Internal(format!("compression failed: {e}")))?;
+        drop(json);
+        let pk = call_pk(owner.workspace_id, doc.call_id());
+        let token = random_hex(8)?;
+        let now = now_ms();
+        let mut attributes = Item::new();
+        attributes.insert("workspace_id".into(), n(owner.workspace_id));
+        attributes.insert("agent_id".into(), s(owner.agent_id));
+        attributes.insert("call_id".into(), s(doc.call_id()));
+        attributes.insert("operation".into(), s(doc.operation.as_str()));
+        attributes.insert("schema_version".into(), n(doc.schema_version));
+        attributes.insert("digest".into(), s(digest.clone()));
+        attributes.insert("submission".into(), s(token.clone()));
+        attributes.insert("updated_at".into(), n(now));
+        attributes.insert("raw_bytes".into(), n(raw.len()));
+        attributes.insert("unpacked_bytes".into(), n(packed.unpacked_len));
+        attributes.insert("agent_key".into(), s(format!("{}#{}", owner.workspace_id, owner.agent_id)));
+        attributes.insert("listed_ws".into(), n(owner.workspace_id));
+        if let Some(start) = doc.summary.start_ms {
+            attributes.insert("start_ms".into(), n(start));
+            attributes.insert("listed_ms".into(), n(start));
+        }
+        if let Some(end) = doc.summary.end_ms {
+            attributes.insert("end_ms".into(), n(end));
+        }
+        if let Some(d) = doc.summary.duration_ms {
+            attributes.insert("duration_ms".into(), n(d));
+        }
+        let call = &doc.call;
+        for (name, value) in [
+            ("call_status", &call.call_status),
+            ("user_sentiment", &call.user_sentiment),
+            ("call_type", &call.call_type),
+            ("disconnection_reason", &call.disconnection_reason),
+        ] {
+            if let Some(v) = value {
+                attributes.insert(name.into(), s(v.clone()));
+            }
+        }
+        if let Some(ok) = call.call_successful {
+            attributes.insert("call_successful".into(), AttributeValue::Bool(ok));
+        }
+        // A cost DynamoDB cannot hold as a number stays in the document only.
+        if let Some(cost) = call.call_cost.and_then(dynamodb_number) {
+            attributes.insert("call_cost".into(), AttributeValue::N(cost));
+        }
+        let mut chunks = Vec::new();
+        if packed.frame.len() <= codec::INLINE_MAX {
+            attributes.insert("body".into(), AttributeValue::B(Blob::new(packed.frame)));
+        } else {
+            let expires = (now / 1000) + ORPHAN_CHUNK_TTL.as_secs();
+            for (i, part) in packed.frame.chunks(codec::CHUNK_SIZE).enumerate() {
+                let mut chunk = Item::new();
+                chunk.insert("pk".into(), s(pk.clone()));
+                chunk.insert("sk".into(), s(chunk_sk(&token, i)));
+                chunk.insert("data".into(), AttributeValue::B(Blob::new(part)));
+                chunk.insert(tables::TTL_ATTRIBUTE.into(), n(expires));
+                chunks.push(chunk);
+            }
+            attributes.insert("chunks".into(), n(chunks.len()));
+        }
+        let bytes = item_size(&attributes) + chunks.iter().map(item_size).sum::<usize>() + 64;
+        let chunk_sks = chunks.iter().filter_map(|c| get_s(c, "sk").map(str::to_owned)).collect();
+        Ok(Submission { pk, digest, token, attributes, chunks, chunk_sks, bytes })
+    }
+
+    pub fn is_chunked(&self) -> bool {
+        !self.chunk_sks.is_empty()
+    }
+
+    /// Whether `head` holds this submission's content.
+    pub fn same_content(&self, head: &Item) -> bool {
+        get_s(head, "digest") == Some(&self.digest)
+    }
+
+    /// Whether `head` was written by this very submission.
+    pub fn wrote(&self, head: &Item) -> bool {
+        get_s(head, "submission") == Some(&self.token)
+    }
+
+    /// The head item of this submission as revision `revision` of call `id`.
+    pub fn head(&self, id: u64, revision: u64, created_at: &AttributeValue) -> Item {
+        let mut head = self.attributes.clone();
+        head.insert("pk".into(), s(self.pk.clone()));
+        head.insert("sk".into(), s(super::item::HEAD));
+        head.insert("id".into(), n(id));
+        head.insert("revision".into(), n(revision));
+        head.insert("created_at".into(), created_at.clone());
+        // Listed by its start; a call without one, by when it was first received.
+        if !head.contains_key("listed_ms") {
+            head.insert("listed_ms".into(), created_at.clone());
+        }
+        head
+    }
+
+    /// When this submission was made (the head's `updated_at`).
+    pub fn made_at(&self) -> AttributeValue {
+        self.attributes.get("updated_at").cloned().unwrap_or_else(|| n(now_ms()))
+    }
+}
+
+/// The id and revision a head names.
+pub(super) fn id_and_revision(head: &Item) -> Result<(u64, u64), StoreError> {
+    match (get_u64(head, "id"), get_u64(head, "revision")) {
+        (Some(id), Some(revision)) => Ok((id, revision)),
+        _ => Err(StoreError::Internal("head item lacks id or revision".into())),
+    }
+}
+
+/// `number` as DynamoDB's `N`, or `None` when DynamoDB cannot hold it: a magnitude above
+/// 9.99…E+125 or below 1E-130, or not finite. Integers are written exactly (no detour
+/// through a double, which rounds above 2^53).
+pub fn dynamodb_number(number: Number) -> Option<String> {
+    match number {
+        Number::Int(i) => Some(i.to_string()),
+        Number::Float(0.0) => Some("0".into()),
+        Number::Float(f) if f.is_finite() && (1e-130..1e126).contains(&f.abs()) => Some(format!("{f:e}")),
+        Number::Float(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_dynamodb_refuses_are_not_written_and_integers_stay_exact() {
+        assert_eq!(dynamodb_number(Number::Int(9_007_199_254_740_993)).as_deref(), Some("9007199254740993"));
+        assert_eq!(dynamodb_number(Number::Float(12.5)).as_deref(), Some("1.25e1"));
+        assert_eq!(dynamodb_number(Number::Float(-0.0)).as_deref(), Some("0"));
+        assert_eq!(dynamodb_number(Number::Float(1e200)), None);
+        assert_eq!(dynamodb_number(Number::Float(-1e200)), None);
+        assert_eq!(dynamodb_number(Number::Float(1e-131)), None);
+        assert_eq!(dynamodb_number(Number::Float(1e-130)).as_deref(), Some("1e-130"));
+        assert_eq!(dynamodb_number(Number::Float(f64::INFINITY)), None);
+    }
+}

@@ -1,0 +1,262 @@
+//! Configuration, read from the environment once, in `main`.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+
+use crate::directory::limits::MAX_LIMIT;
+
+/// Everything the functions and `callctl` read from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `CALLS_TABLE` (default `calls`).
+    pub calls_table: String,
+    /// `DIRECTORY_TABLE` (default `directory`).
+    pub directory_table: String,
+    /// `ID_BLOCK_SIZE`: internal ids reserved per counter update (default 100).
+    pub id_block_size: u64,
+    /// `DIRECTORY_CACHE_TTL_SECS`: how long a credential or agent stays cached (default
+    /// and maximum 60 s; 0 turns the cache off).
+    pub cache_ttl: Duration,
+    /// `MAX_BODY_BYTES`: larger bodies, as received, get 413 (default 6 MiB; in AWS the
+    /// event limit refuses an uncompressed body before this does).
+    pub max_body_bytes: usize,
+    /// `MAX_DECOMPRESSED_BYTES`: compressed bodies that expand past this get 413 (default
+    /// 32 MiB, at most 64 MiB).
+    pub max_decompressed_bytes: usize,
+    /// `RATE_LIMIT_PER_SECOND`: requests a workspace may make per second, unless
+    /// `callctl workspace limit` gave it its own limit (default 20, at most 1,000).
+    pub rate_limit: u32,
+    /// `WARM_UP`: open the DynamoDB connection during init (default off).
+    pub warm_up: bool,
+    /// `LOG_FORMAT=json` for one JSON object per line (Lambda); otherwise readable text.
+    pub json_logs: bool,
+    /// `CURSOR_SECRET`: the key that signs list cursors, the same for every instance (at
+    /// least 32 characters). Only list-calls needs it, and refuses to start without it.
+    pub cursor_secret: Option<CursorKey>,
+}
+
+/// A value that is never printed (`Debug` shows its length only).
+#[derive(Clone, PartialEq, Eq)]
+pub struct CursorKey(String);
+
+impl CursorKey {
+    pub fn new(value: impl Into<String>) -> CursorKey {
+        CursorKey(value.into())
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl std::fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CursorKey({} bytes)", self.0.len())
+    }
+}
+
+/// The shortest `CURSOR_SECRET` taken.
+pub const MIN_CURSOR_KEY_CHARS: usize = 32;
+
+/// A variable that is set but cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("environment variable {name}={value:?} is invalid: {reason}")]
+pub struct ConfigError {
+    name: &'static str,
+    value: String,
+    reason: &'static str,
+}
+
+/// Requests per second a workspace may make unless given its own limit.
+pub const DEFAULT_RATE_LIMIT: u32 = 20;
+
+/// The default body limit: 6 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads variables through `get` (tests pass a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let number = |name: &'static str, default: u64, min: u64, max: u64| -> Result<u64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => match v.trim().parse::<u64>() {
+                    Ok(n) if (min..=max).contains(&n) => Ok(n),
+                    _ => Err(ConfigError { name, value: v, reason: "not a whole number in range" }),
+                },
+            }
+        };
+        let flag = |name: &'static str| get(name).is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
+        Ok(Config {
+            calls_table: get("CALLS_TABLE").unwrap_or_else(|| "calls".to_owned()),
+            directory_table: get("DIRECTORY_TABLE").unwrap_or_else(|| "directory".to_owned()),
+            id_block_size: number("ID_BLOCK_SIZE", 100, 1, 1_000_000)?,
+            cache_ttl: Duration::from_secs(number("DIRECTORY_CACHE_TTL_SECS", 60, 0, 60)?),
+            max_body_bytes: number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES as u64, 1, 64 << 20)? as usize,
+            max_decompressed_bytes: number("MAX_DECOMPRESSED_BYTES", 32 << 20, 1, 64 << 20)? as usize,
+            rate_limit: number("RATE_LIMIT_PER_SECOND", DEFAULT_RATE_LIMIT as u64, 1, MAX_LIMIT as u64)? as u32,
+            warm_up: flag("WARM_UP"),
+            json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
+            cursor_secret: match get("CURSOR_SECRET").filter(|v| !v.is_empty()) {
+                None => None,
+                Some(v) if v.len() >= MIN_CURSOR_KEY_CHARS => Some(CursorKey(v)),
+                Some(v) => {
+                    return Err(ConfigError {
+                        name: "CURSOR_SECRET",
+                        value: format!("({} characters)", v.len()),
+                        reason: "shorter than 32 characters",
+                    })
+                }
+            },
+        })
+    }
+}
+
+/// The HTTPS client every DynamoDB client here uses: rustls on ring.
+pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()
+}
+
+/// Timeouts that keep a request well inside API Gateway's 30 s: each attempt at most 3 s,
+/// the whole operation (3 attempts, see [`retries`]) at most 10 s.
+pub fn timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .operation_attempt_timeout(Duration::from_secs(3))
+        .operation_timeout(Duration::from_secs(10))
+        .build()
+}
+
+/// The retry budget: 3 attempts with short backoff.
+pub fn retries() -> RetryConfig {
+    RetryConfig::standard()
+        .with_max_attempts(3)
+        .with_initial_backoff(Duration::from_millis(50))
+        .with_max_backoff(Duration::from_secs(1))
+}
+
+/// A DynamoDB client for `endpoint` (a local server) or AWS's, with our HTTP client,
+/// timeouts and retries.
+pub fn dynamodb_client_with(
+    endpoint: Option<&str>,
+    region: &str,
+    credentials: Credentials,
+) -> aws_sdk_dynamodb::Client {
+    let mut builder = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(region.to_owned()))
+        .credentials_provider(credentials)
+        .http_client(http_client())
+        .timeout_config(timeouts())
+        .retry_config(retries());
+    if let Some(endpoint) = endpoint {
+        builder = builder.endpoint_url(endpoint);
+    }
+    aws_sdk_dynamodb::Client::from_conf(builder.build())
+}
+
+/// The functions' DynamoDB settings, from the environment Lambda provides: `AWS_REGION`,
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, and optionally
+/// `AWS_ENDPOINT_URL_DYNAMODB` for a local server. Not aws-config's whole provider chain
+/// (profiles, SSO, STS): the functions never need it, and it would be a third of their
+/// binary. `callctl` uses that chain instead.
+#[derive(Debug, Clone)]
+pub struct EnvClient {
+    region: String,
+    credentials: Credentials,
+    endpoint: Option<String>,
+}
+
+impl EnvClient {
+    /// Reads and checks the settings (no I/O).
+    pub fn from_env() -> Result<EnvClient, ConfigError> {
+        EnvClient::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<EnvClient, ConfigError> {
+        let missing =
+            |name: &'static str| ConfigError { name, value: String::new(), reason: "must be set (Lambda sets it)" };
+        let region = get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION")).ok_or_else(|| missing("AWS_REGION"))?;
+        let credentials = Credentials::new(
+            get("AWS_ACCESS_KEY_ID").ok_or_else(|| missing("AWS_ACCESS_KEY_ID"))?,
+            get("AWS_SECRET_ACCESS_KEY").ok_or_else(|| missing("AWS_SECRET_ACCESS_KEY"))?,
+            get("AWS_SESSION_TOKEN"),
+            None,
+            "environment",
+        );
+        let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
+        Ok(EnvClient { region, credentials, endpoint })
+    }
+
+    /// Builds the client (this loads the TLS trust store).
+    pub fn client(&self) -> aws_sdk_dynamodb::Client {
+        dynamodb_client_with(self.endpoint.as_deref(), &self.region, self.credentials.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.calls_table, "calls");
+        assert_eq!(c.id_block_size, 100);
+        assert_eq!(c.cache_ttl, Duration::from_secs(60));
+        assert_eq!(c.max_body_bytes, 6 * 1024 * 1024);
+        assert!(!c.warm_up && !c.json_logs);
+        assert_eq!(c.cursor_secret, None);
+    }
+
+    #[test]
+    fn the_cursor_secret_is_long_and_never_printed() {
+        let e = config(&[("CURSOR_SECRET", "short-and-secret")]).unwrap_err().to_string();
+        assert!(!e.contains("short-and-secret"), "{e}");
+        let c = config(&[("CURSOR_SECRET", &"k".repeat(40))]).unwrap();
+        assert_eq!(c.cursor_secret.as_ref().map(CursorKey::as_bytes), Some("k".repeat(40).as_bytes()));
+        assert!(!format!("{c:?}").contains("kkkk"));
+    }
+
+    #[test]
+    fn the_client_needs_region_and_credentials_from_the_environment() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        assert!(EnvClient::from_lookup(env(&[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")])).is_err());
+        assert!(EnvClient::from_lookup(env(&[("AWS_REGION", "eu-west-1"), ("AWS_ACCESS_KEY_ID", "a")])).is_err());
+        let client = EnvClient::from_lookup(env(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "a"),
+            ("AWS_SECRET_ACCESS_KEY", "b"),
+            ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000"),
+        ]))
+        .unwrap()
+        .client();
+        assert_eq!(client.config().region().map(|r| r.as_ref()), Some("eu-west-1"));
+    }
+
+    #[test]
+    fn cache_lifetime_above_sixty_seconds_is_refused() {
+        assert!(config(&[("DIRECTORY_CACHE_TTL_SECS", "61")]).is_err());
+        assert!(config(&[("ID_BLOCK_SIZE", "zero")]).is_err());
+        assert_eq!(
+            config(&[("LOG_FORMAT", "JSON"), ("WARM_UP", "true")]).map(|c| (c.json_logs, c.warm_up)).unwrap(),
+            (true, true)
+        );
+    }
+}

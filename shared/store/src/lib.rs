@@ -1,0 +1,15 @@
+//! call-ingest-store: everything kept in DynamoDB. The Calls table ([`calls`]: stored
+//! calls, revisions, listing, erasure), the Directory table ([`directory`]: workspaces,
+//! agents, credentials, rate limits, with [`directory::admin`] for `callctl`), the tables'
+//! definitions ([`calls::tables`]), the configuration and client ([`config`]), and what an
+//! instance holds of them ([`Backend`]).
+//!
+//! May import call-ingest-core; never the HTTP layer (lambda_http, status codes): the
+//! functions' HTTP crate and `callctl` both build on it.
+
+pub mod backend;
+pub mod calls;
+pub mod config;
+pub mod directory;
+
+pub use backend::Backend;

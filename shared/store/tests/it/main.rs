@@ -1,0 +1,6 @@
+//! call-ingest-store's integration tests, against the local DynamoDB and its fault layer
+//! (`testkit`): one binary, a module per subject.
+
+mod calls;
+mod calls_faults;
+mod template;

@@ -1,0 +1,199 @@
+//! `template.yaml` agrees with the table definitions in code, and its IAM stays
+//! least-privilege.
+use call_ingest_store::calls::tables::{self, ScalarKind, TableDef};
+use serde_json::Value;
+
+fn template() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml");
+    serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn kind(k: ScalarKind) -> &'static str {
+    match k {
+        ScalarKind::S => "S",
+        ScalarKind::N => "N",
+    }
+}
+
+fn key_schema(v: &Value) -> Vec<(String, String)> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["AttributeName"].as_str().unwrap().to_owned(), k["KeyType"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+fn check(def: &TableDef) {
+    let t = template();
+    let props = &t["Resources"][def.logical_id]["Properties"];
+    assert_eq!(t["Resources"][def.logical_id]["Type"], "AWS::DynamoDB::Table");
+    let mut attrs: Vec<(String, String)> = props["AttributeDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["AttributeName"].as_str().unwrap().to_owned(), a["AttributeType"].as_str().unwrap().to_owned()))
+        .collect();
+    let mut expected: Vec<(String, String)> =
+        def.key_attributes().into_iter().map(|(n, k)| (n.to_owned(), kind(k).to_owned())).collect();
+    attrs.sort();
+    expected.sort();
+    expected.dedup();
+    assert_eq!(attrs, expected, "{}: attribute definitions", def.logical_id);
+    assert_eq!(
+        key_schema(&props["KeySchema"]),
+        [("pk".to_owned(), "HASH".to_owned()), ("sk".to_owned(), "RANGE".to_owned())]
+    );
+    assert_eq!(props["BillingMode"], "PAY_PER_REQUEST");
+    assert_eq!(props["TimeToLiveSpecification"]["AttributeName"], tables::TTL_ATTRIBUTE);
+    assert_eq!(props["TimeToLiveSpecification"]["Enabled"], true);
+    assert_eq!(props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], true);
+    assert_eq!(props["DeletionProtectionEnabled"], true);
+    let indexes = props["GlobalSecondaryIndexes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(indexes.len(), def.indexes.len(), "{}: index count", def.logical_id);
+    for index in def.indexes {
+        let found = indexes
+            .iter()
+            .find(|i| i["IndexName"] == index.name)
+            .unwrap_or_else(|| panic!("index {} missing", index.name));
+        let mut keys = vec![(index.hash.0.to_owned(), "HASH".to_owned())];
+        keys.extend(index.range.map(|r| (r.0.to_owned(), "RANGE".to_owned())));
+        assert_eq!(key_schema(&found["KeySchema"]), keys, "{}: keys", index.name);
+        match index.include {
+            None => assert_eq!(found["Projection"]["ProjectionType"], "KEYS_ONLY"),
+            Some(list) => {
+                assert_eq!(found["Projection"]["ProjectionType"], "INCLUDE");
+                let mut got: Vec<&str> = found["Projection"]["NonKeyAttributes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap())
+                    .collect();
+                let mut want = list.to_vec();
+                got.sort();
+                want.sort();
+                assert_eq!(got, want, "{}: projected attributes", index.name);
+            }
+        }
+    }
+    let stream = props["StreamSpecification"]["StreamViewType"].as_str();
+    assert_eq!(stream, def.stream_new_images.then_some("NEW_IMAGE"), "{}: stream", def.logical_id);
+}
+
+#[test]
+fn calls_table_in_the_template_matches_the_code() {
+    check(&tables::CALLS);
+}
+
+#[test]
+fn directory_table_in_the_template_matches_the_code() {
+    check(&tables::DIRECTORY);
+}
+
+#[test]
+fn functions_have_least_privilege_iam() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
+    assert!(!text.contains("CrudPolicy"), "no *CrudPolicy");
+    assert!(!text.contains("dynamodb:*"), "no wildcard actions");
+    let t = template();
+    let senders = ["CreateCallFunction", "SendCallDataFunction"];
+    let readers = ["GetCallFunction", "ListCallsFunction", "CallRevisionsFunction", "GetCallRawFunction"];
+    let functions: Vec<&str> = senders.iter().chain(&readers).copied().chain(["EraseCallFunction"]).collect();
+    let declared: Vec<&String> = t["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(declared.len(), functions.len(), "every function is checked here: {declared:?}");
+    for function in functions {
+        let f = &t["Resources"][function]["Properties"];
+        assert!(f["Policies"].is_array(), "{function} has explicit policies");
+        for policy in f["Policies"].as_array().unwrap() {
+            for statement in policy["Statement"].as_array().into_iter().flatten() {
+                let actions: Vec<&str> =
+                    statement["Action"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+                assert!(actions.iter().all(|a| !a.contains('*')), "{function}: wildcard action {actions:?}");
+                // BatchWriteItem and DeleteItem can delete calls: only the eraser may
+                // delete, one item at a time.
+                assert!(!actions.contains(&"dynamodb:BatchWriteItem"), "{function} may not BatchWriteItem");
+                if function != "EraseCallFunction" {
+                    assert!(!actions.contains(&"dynamodb:DeleteItem"), "{function} may not DeleteItem");
+                }
+                assert!(
+                    statement["Resource"].as_str().is_none_or(|r| !r.contains('*')),
+                    "{function}: wildcard resource"
+                );
+            }
+        }
+        assert_eq!(t["Resources"][function]["Metadata"]["BuildMethod"], "rust-cargolambda");
+        let reserved = if senders.contains(&function) { "ReservedConcurrency" } else { "ReaderReservedConcurrency" };
+        assert_eq!(f["ReservedConcurrentExecutions"]["Ref"], reserved, "{function}: no reserved concurrency");
+        // The only directory write is the rate counters' UpdateItem, bound to their keys.
+        let directory_writes: Vec<&Value> = f["Policies"][0]["Statement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["Resource"]["Fn::GetAtt"][0] == "DirectoryTable")
+            .filter(|s| {
+                s["Action"].as_array().unwrap().iter().any(|a| a != "dynamodb:GetItem" && a != "dynamodb:BatchGetItem")
+            })
+            .collect();
+        assert_eq!(directory_writes.len(), 1, "{function}: {directory_writes:?}");
+        assert_eq!(directory_writes[0]["Action"], serde_json::json!(["dynamodb:UpdateItem"]));
+        assert_eq!(
+            directory_writes[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+            serde_json::json!(["RATE#*"]),
+            "{function}: directory writes not bound to the rate counters"
+        );
+    }
+    // Every write to the Calls table is bound to the keys it is for: call items, and the id
+    // counter for the UpdateItem that takes a block of ids. Nothing else there (a write
+    // that could reset the counter would hand out ids twice).
+    for function in senders.iter().chain(["EraseCallFunction"].iter()) {
+        for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
+            if statement["Resource"]["Fn::GetAtt"][0] != "CallsTable" {
+                continue;
+            }
+            let actions: Vec<&str> =
+                statement["Action"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+            if actions.iter().all(|a| reads_only(a)) {
+                continue;
+            }
+            let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
+            match keys.as_array().map(Vec::as_slice) {
+                Some([k]) if k == "CALL#*" => {}
+                Some([k]) if k == "COUNTER" && actions == ["dynamodb:UpdateItem"] && senders.contains(function) => {}
+                _ => panic!("{function}: {actions:?} on the Calls table not bound to call items: {keys}"),
+            }
+        }
+    }
+    // The readers cannot change a call; the eraser can only delete and leave a tombstone.
+    let reads = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"];
+    for (function, allowed) in readers
+        .iter()
+        .map(|r| (*r, &[][..]))
+        .chain([("EraseCallFunction", &["dynamodb:DeleteItem", "dynamodb:PutItem"][..])])
+    {
+        for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
+            if statement["Sid"] != "CountRequests" {
+                for action in statement["Action"].as_array().unwrap() {
+                    let action = action.as_str().unwrap();
+                    assert!(reads.contains(&action) || allowed.contains(&action), "{function} may {action}");
+                }
+            }
+        }
+    }
+    // Only the lister signs cursors, with a key generated at deploy time.
+    let lister = &t["Resources"]["ListCallsFunction"]["Properties"]["Environment"]["Variables"];
+    assert!(lister["CURSOR_SECRET"]["Fn::Sub"].as_str().unwrap().contains("resolve:secretsmanager:${CursorSecret}"));
+    assert_eq!(t["Resources"]["CursorSecret"]["Properties"]["GenerateSecretString"]["PasswordLength"], 64);
+    assert_eq!(
+        t["Globals"]["Function"]["Environment"]["Variables"]["RATE_LIMIT_PER_SECOND"]["Ref"],
+        "RateLimitPerSecond"
+    );
+}
+
+fn reads_only(action: &str) -> bool {
+    ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:Scan"].contains(&action)
+}
