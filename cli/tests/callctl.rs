@@ -5,10 +5,10 @@
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use call_ingest_core::Operation;
+use call_ingest_store::calls::Owner;
 use call_ingest_store::directory::scopes::{Scope, Scopes};
 use call_ingest_store::directory::{AgentRef, Denied, Principal, Sessions};
-use call_ingest_store::calls::Owner;
-use call_ingest_core::Operation;
 use serde_json::Value;
 
 use testkit::Tables;

@@ -1,10 +1,10 @@
 //! `callctl call`: reading stored calls back, one in full or a workspace's latest.
 
 use anyhow::{anyhow, bail, Context};
-use call_ingest_store::directory::Agent;
-use call_ingest_store::Backend;
 use call_ingest_store::calls::list::MAX_PAGE;
 use call_ingest_store::calls::{CallSummary, Listing, StoredCall, StoredRevision};
+use call_ingest_store::directory::Agent;
+use call_ingest_store::Backend;
 use clap::{ArgGroup, Subcommand};
 use serde_json::{json, Value};
 

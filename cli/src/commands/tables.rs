@@ -2,8 +2,8 @@
 //! `callctl tables reindex`: calls stored before the listing indexes, listed.
 
 use anyhow::Context;
-use call_ingest_store::Backend;
 use call_ingest_store::calls::tables::{self, TableDef};
+use call_ingest_store::Backend;
 use clap::Subcommand;
 use serde_json::json;
 

@@ -6,13 +6,12 @@
 //!
 //! `make bench-reading` (needs `make venv`).
 
-
 use std::collections::HashMap;
 
-use call_ingest_store::directory::scopes::{Scope, Scopes};
+use call_ingest_core::Operation;
 use call_ingest_http::{handle, Backend, Endpoint};
 use call_ingest_store::calls::item::{get_s, item_size, Item};
-use call_ingest_core::Operation;
+use call_ingest_store::directory::scopes::{Scope, Scopes};
 use criterion::{criterion_group, criterion_main, Criterion};
 use lambda_http::http::{Method, Request};
 use lambda_http::{Body, RequestExt};

@@ -54,5 +54,4 @@ mod tests {
         // X-API-Key carries API keys only.
         assert_eq!(token_from_headers(&headers(&[("x-api-key", "cis_abc")])), Err(Denied::Unauthorized));
     }
-
 }

@@ -9,8 +9,8 @@ use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use call_ingest_store::config::CursorKey;
 use call_ingest_store::calls::{Listing, Position};
+use call_ingest_store::config::CursorKey;
 
 /// The first byte of every cursor: its format.
 const VERSION: u8 = 1;

@@ -8,11 +8,10 @@ use std::time::Instant;
 use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
+use crate::endpoints::{erase_call, get_call, ingest, list_calls, raw, revisions};
 use crate::logging::RequestLog;
 use crate::{problems, respond};
-use crate::endpoints::{erase_call, get_call, ingest, list_calls, raw, revisions};
 use crate::{Backend, Endpoint};
-use call_ingest_core::api::Problem;
 
 /// Answers one request to `endpoint`. Never panics on anything a request holds; every
 /// response carries `X-Request-Id`.

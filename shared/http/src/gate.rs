@@ -4,11 +4,11 @@
 
 use lambda_http::{Request, RequestExt};
 
+use crate::credential::token_from_headers;
 use crate::logging::RequestLog;
 use crate::problems::{self, denied, directory_problem};
 use crate::{Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
-use crate::credential::token_from_headers;
 use call_ingest_store::directory::limits::Admission;
 use call_ingest_store::directory::{AgentRef, Lookup, Principal};
 

@@ -19,7 +19,6 @@ use serde_json::value::RawValue;
 
 use crate::respond;
 use crate::{handle, Backend, Endpoint};
-use call_ingest_core::api::Problem;
 use call_ingest_store::config::{Config, ConfigError};
 
 /// API Gateway's (v1 and v2) response format, for an event we could not read.
@@ -61,7 +60,11 @@ pub async fn serve(app: Backend, endpoint: impl Into<Endpoint>) -> Result<(), la
 }
 
 /// Answers one invocation. Never fails: every event gets an HTTP answer with a request id.
-pub async fn answer(app: &Backend, endpoint: impl Into<Endpoint>, event: LambdaEvent<Box<RawValue>>) -> serde_json::Value {
+pub async fn answer(
+    app: &Backend,
+    endpoint: impl Into<Endpoint>,
+    event: LambdaEvent<Box<RawValue>>,
+) -> serde_json::Value {
     let endpoint = endpoint.into();
     let LambdaEvent { payload, context } = event;
     match serde_json::from_str::<LambdaRequest>(payload.get()) {

@@ -60,7 +60,8 @@ pub const AGENT_NOT_FOUND: Kind = Kind {
     title: "Agent not found",
     answered_by: |e| ingest(e) || e == Endpoint::ListCalls,
 };
-pub const CALL_NOT_FOUND: Kind = Kind { status: 404, slug: "call-not-found", title: "Call not found", answered_by: by_id };
+pub const CALL_NOT_FOUND: Kind =
+    Kind { status: 404, slug: "call-not-found", title: "Call not found", answered_by: by_id };
 /// Every function but erase-call, which API Gateway sends DELETE only (its path's other
 /// methods go to get-call).
 pub const METHOD_NOT_ALLOWED: Kind = Kind {
@@ -129,9 +130,8 @@ pub(crate) fn denied(d: Denied) -> Problem {
         Denied::Unauthorized => UNAUTHORIZED.with("send a valid credential: Authorization: Bearer <API key>"),
         Denied::Forbidden => FORBIDDEN.with("the credential is not valid for this workspace"),
         Denied::AgentNotFound => AGENT_NOT_FOUND.with("no such agent in this workspace"),
-        Denied::MissingScope(scope) => INSUFFICIENT_SCOPE.with(format!(
-            "the API key lacks the `{scope}` scope; make one with `callctl key create --scope {scope}`"
-        )),
+        Denied::MissingScope(scope) => INSUFFICIENT_SCOPE
+            .with(format!("the API key lacks the `{scope}` scope; make one with `callctl key create --scope {scope}`")),
     }
 }
 
@@ -201,9 +201,8 @@ pub(crate) fn bad_encoding(encoding: &str) -> Problem {
 }
 
 pub(crate) fn too_many_requests(retry_after_secs: u32) -> Problem {
-    TOO_MANY_REQUESTS.with(format!(
-        "this workspace is over its limit of requests per second; retry after {retry_after_secs} s"
-    ))
+    TOO_MANY_REQUESTS
+        .with(format!("this workspace is over its limit of requests per second; retry after {retry_after_secs} s"))
 }
 
 pub(crate) fn invalid_cursor() -> Problem {

@@ -15,9 +15,9 @@ use crate::logging::RequestLog;
 use crate::problems::{self, storage_problem};
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::{Problem, Violation};
-use call_ingest_store::directory::AgentRef;
 use call_ingest_core::normalize::timestamps::millis_rfc3339;
 use call_ingest_store::calls::{StoreError, StoredCall};
+use call_ingest_store::directory::AgentRef;
 
 /// The first steps of every reader: credential and scope (401, 403), the query's
 /// `workspace_id` with the endpoint's own `params` (422 for all their violations at once),

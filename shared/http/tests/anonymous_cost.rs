@@ -8,8 +8,8 @@ mod requests;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use call_ingest_core::Operation;
 use crate::requests::*;
+use call_ingest_core::Operation;
 use testkit::Tables;
 
 struct Counting;

@@ -7,10 +7,10 @@ mod requests;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use crate::requests::*;
+use call_ingest_core::Operation;
 use call_ingest_store::directory::credentials::Secret;
 use call_ingest_store::directory::scopes::Scopes;
-use call_ingest_core::Operation;
-use crate::requests::*;
 use testkit::Tables;
 
 const EVENTS_KEY: &str = "cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6";

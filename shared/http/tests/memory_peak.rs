@@ -11,9 +11,9 @@ mod requests;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use call_ingest_store::directory::scopes::{Scope, Scopes};
-use call_ingest_core::Operation;
 use crate::requests::*;
+use call_ingest_core::Operation;
+use call_ingest_store::directory::scopes::{Scope, Scopes};
 use lambda_http::Body;
 use testkit::Tables;
 

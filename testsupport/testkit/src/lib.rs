@@ -13,9 +13,9 @@ use std::sync::{Mutex, OnceLock};
 
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
+use call_ingest_store::calls::tables;
 use call_ingest_store::config::{dynamodb_client_with, Config};
 use call_ingest_store::Backend;
-use call_ingest_store::calls::tables;
 
 /// The key test apps sign list cursors with.
 pub const TEST_CURSOR_SECRET: &str = "test-cursor-secret-of-at-least-32-characters";

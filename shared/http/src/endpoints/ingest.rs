@@ -14,8 +14,8 @@ use call_ingest_core::api::responses::{CreateCallResponse, SendCallDataResponse}
 use call_ingest_core::api::send_call_data::{peek_agent_id, PEEK_BYTES};
 use call_ingest_core::api::{Code, Problem, Violation};
 use call_ingest_core::call::{self, CallDocument, Operation};
-use call_ingest_store::directory::AgentRef;
 use call_ingest_store::calls::{Outcome, Owner, Stored};
+use call_ingest_store::directory::AgentRef;
 
 /// A stored call, to answer with.
 pub(crate) struct Reply {

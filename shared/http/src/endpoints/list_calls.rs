@@ -17,10 +17,10 @@ use crate::problems::{self, denied};
 use crate::reading::{admit, read_problem};
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
-use call_ingest_store::directory::{AgentRef, Denied};
 use call_ingest_core::normalize::timestamps::{millis_rfc3339, rfc3339_millis};
 use call_ingest_store::calls::list::MAX_PAGE;
 use call_ingest_store::calls::{CallSummary, Listing, StoreError};
+use call_ingest_store::directory::{AgentRef, Denied};
 
 /// Calls on a page when `limit` is not given.
 pub const DEFAULT_PAGE: usize = 50;
@@ -109,7 +109,11 @@ pub async fn answer(
 
 /// The remote identifier of every agent on the page (each from the instance's cache, else
 /// one read).
-async fn agent_names(app: &Backend, workspace_id: u64, calls: &[CallSummary]) -> Result<HashMap<String, String>, Problem> {
+async fn agent_names(
+    app: &Backend,
+    workspace_id: u64,
+    calls: &[CallSummary],
+) -> Result<HashMap<String, String>, Problem> {
     let mut names = HashMap::new();
     for call in calls {
         if names.contains_key(&call.agent_id) {

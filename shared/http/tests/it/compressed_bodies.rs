@@ -4,10 +4,10 @@
 
 use std::io::Write;
 
-use call_ingest_store::directory::scopes::Scopes;
-use call_ingest_http::Backend;
-use call_ingest_core::Operation;
 use crate::requests::*;
+use call_ingest_core::Operation;
+use call_ingest_http::Backend;
+use call_ingest_store::directory::scopes::Scopes;
 use lambda_http::Body;
 use serde_json::Value;
 use testkit::Tables;

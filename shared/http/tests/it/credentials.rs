@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use crate::requests::*;
+use call_ingest_core::Operation;
+use call_ingest_http::Backend;
 use call_ingest_store::directory::admin::Issued;
 use call_ingest_store::directory::scopes::Scopes;
-use call_ingest_http::Backend;
-use call_ingest_core::Operation;
-use crate::requests::*;
 use testkit::Tables;
 
 struct Fixture {

@@ -2,11 +2,11 @@
 //! DynamoDB, each giving its documented status; plus the statuses no event file covers
 //! and what the request log may never contain.
 
+use crate::requests::*;
+use call_ingest_core::Operation;
+use call_ingest_http::{handle, Backend, Endpoint};
 use call_ingest_store::directory::credentials::Secret;
 use call_ingest_store::directory::scopes::Scopes;
-use call_ingest_http::{handle, Backend, Endpoint};
-use call_ingest_core::Operation;
-use crate::requests::*;
 use lambda_http::http::Method;
 use testkit::Tables;
 

@@ -1,12 +1,12 @@
 //! Reading a call back (`get-call`): by id and by provider call id, tenancy, scopes,
 //! ETag / 304, gzip and the largest calls, through the handler and a real DynamoDB protocol.
 
+use crate::requests::*;
 use aws_sdk_dynamodb::types::AttributeValue;
+use call_ingest_core::Operation;
+use call_ingest_http::Endpoint;
 use call_ingest_store::directory::credentials::digest;
 use call_ingest_store::directory::scopes::{Scope, Scopes};
-use call_ingest_http::Endpoint;
-use call_ingest_core::Operation;
-use crate::requests::*;
 use serde_json::Value;
 use testkit::{two_workspaces, TwoWorkspaces};
 

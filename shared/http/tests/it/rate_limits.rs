@@ -5,11 +5,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::requests::*;
+use call_ingest_core::Operation;
 use call_ingest_store::directory::admin::AdminError;
 use call_ingest_store::directory::limits::{Admission, Limiter};
 use call_ingest_store::directory::scopes::Scopes;
-use call_ingest_core::Operation;
-use crate::requests::*;
 use serde_json::json;
 use testkit::Tables;
 
@@ -107,8 +107,12 @@ async fn a_workspace_over_its_limit_gets_429_with_retry_after_and_other_workspac
     assert!(answer.header("x-request-id").is_some());
     assert_eq!(answer.body["type"].as_str().map(|t| t.ends_with("too-many-requests")), Some(true), "{}", answer.body);
     // A refused call was not stored.
-    let heads =
-        t.scan(&t.calls).await.iter().filter(|i| call_ingest_store::calls::item::get_s(i, "sk") == Some("HEAD")).count();
+    let heads = t
+        .scan(&t.calls)
+        .await
+        .iter()
+        .filter(|i| call_ingest_store::calls::item::get_s(i, "sk") == Some("HEAD"))
+        .count();
     assert_eq!(heads, 3 - limited.len());
     // The other workspace is not held back.
     for i in 0..3 {

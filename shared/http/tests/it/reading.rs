@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use call_ingest_store::directory::scopes::{Scope, Scopes};
+use crate::requests::*;
+use call_ingest_core::Operation;
 use call_ingest_http::Endpoint;
 use call_ingest_store::calls::item::{get_s, parse_call_pk};
-use call_ingest_core::Operation;
-use crate::requests::*;
+use call_ingest_store::directory::scopes::{Scope, Scopes};
 use lambda_http::http::Method;
 use serde_json::{json, Value};
 use testkit::{two_workspaces, TwoWorkspaces};

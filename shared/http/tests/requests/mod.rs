@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use call_ingest_http::{handle, Backend, Endpoint};
 use call_ingest_core::Operation;
+use call_ingest_http::{handle, Backend, Endpoint};
 use lambda_http::http::{Method, Request, Response};
 use lambda_http::{Body, RequestExt};
 use serde_json::Value;

@@ -283,7 +283,7 @@ fn backoff(attempt: usize) -> Duration {
     Duration::from_millis(base.min(200) + jitter)
 }
 
-pub(crate) fn now_ms() -> u64 {
+pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
 }
 
@@ -294,7 +294,7 @@ fn random_u32() -> u32 {
 }
 
 /// `bytes` random bytes as hex.
-pub(crate) fn random_hex(bytes: usize) -> Result<String, StoreError> {
+pub fn random_hex(bytes: usize) -> Result<String, StoreError> {
     let mut b = vec![0u8; bytes];
     getrandom::getrandom(&mut b).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
     Ok(call_ingest_core::call::hex(&b))

@@ -5,8 +5,8 @@ use sha2::{Digest, Sha256};
 
 use super::item_keys::{field_s, field_u64};
 use super::scopes::{Scope, Scopes};
-use call_ingest_core::call::hex;
 use crate::calls::item::Item;
+use call_ingest_core::call::hex;
 
 /// Prefix of API keys: lets secret scanners recognise a leaked one.
 pub const API_KEY_PREFIX: &str = "cik_";

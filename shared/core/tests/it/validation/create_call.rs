@@ -1,16 +1,7 @@
 //! Operation B (Create Call): the whole body, string lengths, timestamps, segments and
 //! unknown fields, each group a table of its own.
 
-use call_ingest_core::api::{Code, Violation};
-use call_ingest_core::call::{ingest, Rejection};
-use call_ingest_core::Operation;
-use serde_json::{json, Value};
-
-use super::{b, chars, invalid, raw, run_table, unreadable_cases, violations, Case, Outcome};
-
-const SEGS: &str = "/transcript_with_tool_calls";
-
-use Code::{Format, Length, OneOf, Range, Required, Type};
+use super::*;
 
 fn body_cases() -> Vec<Case> {
     let mut cases = vec![
@@ -353,10 +344,6 @@ fn timestamp_cases() -> Vec<Case> {
     ]
 }
 
-fn seg(i: usize, rest: &str) -> String {
-    format!("{SEGS}/{i}{rest}")
-}
-
 /// Segments: roles, timing of messages, node transitions, millisecond fields.
 fn segment_cases() -> Vec<Case> {
     vec![
@@ -524,7 +511,10 @@ fn unknown_field_cases() -> Vec<Case> {
 
 /// Every case of operation B.
 pub(super) fn all_cases() -> Vec<Case> {
-    [body_cases(), length_limit_cases(), timestamp_cases(), segment_cases(), unknown_field_cases()].concat()
+    [body_cases(), length_limit_cases(), timestamp_cases(), segment_cases(), unknown_field_cases()]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 #[test]

@@ -12,6 +12,7 @@ use call_ingest_core::api::{Code, Violation};
 use call_ingest_core::call::{ingest, Rejection};
 use call_ingest_core::Operation;
 use serde_json::{json, Value};
+use Code::{Format, Length, OneOf, Range, Required, Type};
 
 /// What `ingest` should answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,6 +123,13 @@ fn remove_at(body: &mut Value, pointer: &str) {
         }
         _ => panic!("the parent of {pointer:?} is not an object or array in the base body"),
     }
+}
+
+const SEGS: &str = "/transcript_with_tool_calls";
+
+/// The pointer of segment `i`'s `rest` (`""` for the segment).
+fn seg(i: usize, rest: &str) -> String {
+    format!("{SEGS}/{i}{rest}")
 }
 
 /// `n` copies of `c`.

@@ -1,10 +1,6 @@
 //! Operation A (Send Call Data): the whole body, its lengths, times and metadata.
 
-use call_ingest_core::api::Code;
-use call_ingest_core::Operation;
-use serde_json::json;
-
-use super::{a, run_table, unreadable_cases, Case};
+use super::*;
 
 pub(super) fn cases() -> Vec<Case> {
     let mut cases = vec![
