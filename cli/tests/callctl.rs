@@ -1,6 +1,6 @@
 //! `callctl` end to end: the real binary against the local DynamoDB, its results checked
-//! through the shared library (the credentials it creates authenticate; the calls the
-//! library stores read back exactly), and no secret left in the directory table.
+//! through call-ingest-store (the credentials it creates authenticate; the calls the
+//! store holds read back exactly), and no secret left in the directory table.
 
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,8 +180,8 @@ async fn operator_workflow_end_to_end() {
 
     // The key works through the library: it authenticates to the workspace and
     // authorizes the agent.
-    let app = tables.app(&[("DIRECTORY_CACHE_TTL_SECS", "0")]);
-    let lookup = app
+    let backend = tables.backend(&[("DIRECTORY_CACHE_TTL_SECS", "0")]);
+    let lookup = backend
         .directory()
         .lookup(&token, Some(AgentRef::Remote { workspace_id: ws, remote_id: "front-desk" }))
         .await
@@ -197,7 +197,7 @@ async fn operator_workflow_end_to_end() {
         cli.json(&["key", "create", "--workspace", ws_arg, "--name", "r", "--scope", "read", "--scope", "ERASE"]);
     assert_eq!(reader["scopes"], serde_json::json!(["read", "erase"]), "{reader}");
     let principal =
-        app.directory().lookup(str_of(&reader, "token"), None).await.unwrap().authenticate(Sessions::Accepted);
+        backend.directory().lookup(str_of(&reader, "token"), None).await.unwrap().authenticate(Sessions::Accepted);
     assert_eq!(principal.map(|p| p.scopes()), Ok(Scopes::of([Scope::Read, Scope::Erase])));
     let listed = cli.json(&["key", "list", "--workspace", ws_arg]);
     let scopes: Vec<&Value> = listed["keys"].as_array().unwrap().iter().map(|k| &k["scopes"]).collect();
@@ -210,7 +210,7 @@ async fn operator_workflow_end_to_end() {
     let raw = BODY.as_bytes();
     let doc = call_ingest_core::call::ingest(Operation::CreateCall, raw).expect("the test body is valid");
     let owner = Owner { workspace_id: ws, agent_id: &agent_id };
-    let stored = app.store().put_call(owner, &doc, raw).await.expect("put_call");
+    let stored = backend.store().put_call(owner, &doc, raw).await.expect("put_call");
     let id_arg = stored.id.to_string();
 
     let got = cli.json(&["call", "get", "--workspace", ws_arg, "--call-id", "cli-call-0001"]);
@@ -235,7 +235,7 @@ async fn operator_workflow_end_to_end() {
     // A new version: the earlier one is a revision.
     let revised_body = BODY.replace("call_ended", "call_analyzed");
     let revised = call_ingest_core::call::ingest(Operation::CreateCall, revised_body.as_bytes()).expect("valid");
-    app.store().put_call(owner, &revised, revised_body.as_bytes()).await.expect("revise");
+    backend.store().put_call(owner, &revised, revised_body.as_bytes()).await.expect("revise");
     let history = cli.json(&["call", "get", "--id", &id_arg, "--revisions", "--raw"]);
     assert_eq!(history["current"]["document"]["call"]["call_status"], "call_analyzed");
     assert_eq!(history["raw"], revised_body.as_str());
@@ -276,7 +276,7 @@ async fn operator_workflow_end_to_end() {
     let keys = cli.json(&["key", "list", "--workspace", ws_arg]);
     let ci_key = keys["keys"].as_array().unwrap().iter().find(|k| k["public_id"] == public_id.as_str()).unwrap();
     assert!(ci_key["revoked_at"].is_u64(), "{keys}");
-    let lookup = app.directory().lookup(&token, None).await.expect("lookup");
+    let lookup = backend.directory().lookup(&token, None).await.expect("lookup");
     assert_eq!(lookup.authenticate(Sessions::Accepted), Err(Denied::Unauthorized));
     // A key is not revoked through `session revoke`, nor a missing one at all.
     cli.fails(&["session", "revoke", &public_id], 1);
@@ -292,7 +292,7 @@ async fn operator_workflow_end_to_end() {
         .to_owned();
     assert_eq!(out.matches(&session).count(), 1, "{out}");
     assert!(out.contains("not be shown again"), "{out}");
-    match app.directory().lookup(&session, None).await.expect("lookup").authenticate(Sessions::Accepted) {
+    match backend.directory().lookup(&session, None).await.expect("lookup").authenticate(Sessions::Accepted) {
         Ok(Principal::Session { user, workspaces, .. }) => assert_eq!((user.as_str(), workspaces), ("alice", vec![ws])),
         other => panic!("session did not authenticate: {other:?}"),
     }
@@ -306,7 +306,7 @@ async fn operator_workflow_end_to_end() {
     assert!(!err.contains(&session[12..]), "{err}");
     let revoked = cli.json(&["session", "revoke", &session[..12]]);
     assert_eq!(revoked["public_id"], &session[..12]);
-    let lookup = app.directory().lookup(&session, None).await.expect("lookup");
+    let lookup = backend.directory().lookup(&session, None).await.expect("lookup");
     assert_eq!(lookup.authenticate(Sessions::Accepted), Err(Denied::Unauthorized));
 
     tables.delete().await;

@@ -49,7 +49,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, backend: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create { workspace, remote_id, name, agent_id } => {
                 if let Some(id) = &agent_id {
@@ -57,13 +57,15 @@ impl Command {
                         bail!("the agent id must be 1 to {MAX_AGENT_ID_CHARS} characters");
                     }
                 }
-                let agent =
-                    app.directory().create_agent(workspace, &remote_id, name.as_deref(), agent_id.as_deref()).await?;
+                let agent = backend
+                    .directory()
+                    .create_agent(workspace, &remote_id, name.as_deref(), agent_id.as_deref())
+                    .await?;
                 show(out, &agent)
             }
             Command::List { workspace } => {
-                workspace::require(app, workspace).await?;
-                let agents = app.directory().list_agents(workspace).await?;
+                workspace::require(backend, workspace).await?;
+                let agents = backend.directory().list_agents(workspace).await?;
                 let value = json!({"workspace_id": workspace, "agents": agents});
                 out.show(&value, || {
                     if agents.is_empty() {
@@ -78,7 +80,7 @@ impl Command {
                 Ok(())
             }
             Command::Get { workspace, remote_id } => {
-                let agent = app
+                let agent = backend
                     .directory()
                     .agent_by_remote(workspace, &remote_id)
                     .await?

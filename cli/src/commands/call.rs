@@ -50,7 +50,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, backend: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Get { workspace, call_id, id, revisions, raw } => {
                 // Several bodies cannot be told apart once written back to back.
@@ -58,12 +58,12 @@ impl Command {
                     bail!("--raw with --revisions needs --json");
                 }
                 let call = match (id, workspace, call_id) {
-                    (Some(id), _, _) => app
+                    (Some(id), _, _) => backend
                         .store()
                         .get_call_by_id(id, revisions)
                         .await?
                         .ok_or_else(|| anyhow!("no such call: id {id}"))?,
-                    (None, Some(workspace), Some(call_id)) => app
+                    (None, Some(workspace), Some(call_id)) => backend
                         .store()
                         .get_call(workspace, &call_id, revisions)
                         .await?
@@ -74,7 +74,7 @@ impl Command {
                 show_call(out, &call, revisions, raw)
             }
             Command::List { workspace, agent, limit } => {
-                list(app, out, workspace, agent.as_deref(), usize::from(limit)).await
+                list(backend, out, workspace, agent.as_deref(), usize::from(limit)).await
             }
         }
     }
@@ -144,9 +144,15 @@ fn pretty(document: &Value) -> String {
     text
 }
 
-async fn list(app: &Backend, out: &Output, workspace_id: u64, agent: Option<&str>, limit: usize) -> anyhow::Result<()> {
-    workspace::require(app, workspace_id).await?;
-    let agents = app.directory().list_agents(workspace_id).await?;
+async fn list(
+    backend: &Backend,
+    out: &Output,
+    workspace_id: u64,
+    agent: Option<&str>,
+    limit: usize,
+) -> anyhow::Result<()> {
+    workspace::require(backend, workspace_id).await?;
+    let agents = backend.directory().list_agents(workspace_id).await?;
     let agents: Vec<&Agent> = match agent {
         None => agents.iter().collect(),
         Some(wanted) => {
@@ -169,7 +175,7 @@ async fn list(app: &Backend, out: &Output, workspace_id: u64, agent: Option<&str
     let mut calls: Vec<(Option<&Agent>, CallSummary)> = Vec::new();
     while calls.len() < limit {
         listing.limit = (limit - calls.len()).min(MAX_PAGE);
-        let page = app.store().list_calls(&listing).await?;
+        let page = backend.store().list_calls(&listing).await?;
         calls.extend(page.calls.into_iter().map(|c| (agents.iter().copied().find(|a| a.id == c.agent_id), c)));
         match page.next {
             Some(next) => listing.after = Some(next),

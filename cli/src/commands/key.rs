@@ -54,7 +54,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, backend: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create { workspace, name, scopes, token_file } => {
                 let name = name.unwrap_or_default();
@@ -63,7 +63,7 @@ impl Command {
                     false => Scopes::of(scopes.into_iter().map(|s| s.0)),
                 };
                 let issued = match token_file {
-                    None => app.directory().create_api_key(workspace, &name, scopes).await?,
+                    None => backend.directory().create_api_key(workspace, &name, scopes).await?,
                     Some(path) => {
                         // The endpoint the SDK uses: none configured counts when it is told to
                         // ignore configured endpoints (it then reaches AWS).
@@ -73,7 +73,10 @@ impl Command {
                         check_fixture_scopes(scopes, endpoint.as_deref())?;
                         let token = read_token(&path)?;
                         check_fixture_token(&token)?;
-                        app.directory().register_api_key(workspace, &name, scopes, Secret::from_token(token)).await?
+                        backend
+                            .directory()
+                            .register_api_key(workspace, &name, scopes, Secret::from_token(token))
+                            .await?
                     }
                 };
                 let scope_names: Vec<&str> = scopes.iter().map(Scope::as_str).collect();
@@ -101,13 +104,13 @@ impl Command {
                 if !id.starts_with(API_KEY_PREFIX) {
                     bail!("{id:?} is not an API key: API keys start with {API_KEY_PREFIX}");
                 }
-                let public_id = app.directory().revoke(id).await?;
+                let public_id = backend.directory().revoke(id).await?;
                 let value = json!({"public_id": public_id, "revoked": true});
                 out.show(&value, || format!("revoked API key {public_id}; {REVOCATION_DELAY}\n"))?;
             }
             Command::List { workspace } => {
-                super::workspace::require(app, workspace).await?;
-                let keys = app.directory().list_keys(workspace).await?;
+                super::workspace::require(backend, workspace).await?;
+                let keys = backend.directory().list_keys(workspace).await?;
                 let value = json!({"workspace_id": workspace, "keys": keys});
                 out.show(&value, || {
                     if keys.is_empty() {

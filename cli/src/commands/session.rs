@@ -42,7 +42,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, backend: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create { user, mut workspaces, ttl } => {
                 let user = user.trim();
@@ -53,7 +53,7 @@ impl Command {
                 // duplicates.
                 workspaces.sort_unstable();
                 workspaces.dedup();
-                let issued = app.directory().create_session(user, &workspaces, ttl).await?;
+                let issued = backend.directory().create_session(user, &workspaces, ttl).await?;
                 let expires_at = issued.expires_at.unwrap_or_default();
                 let value = json!({
                     "token": issued.token,
@@ -82,7 +82,7 @@ impl Command {
                 if !id.starts_with(SESSION_PREFIX) {
                     bail!("{id:?} is not a session: sessions start with {SESSION_PREFIX}");
                 }
-                let public_id = app.directory().revoke(id).await?;
+                let public_id = backend.directory().revoke(id).await?;
                 let value = json!({"public_id": public_id, "revoked": true});
                 out.show(&value, || format!("revoked session {public_id}; {REVOCATION_DELAY}\n"))?;
             }

@@ -1,4 +1,4 @@
-//! `callctl tables create`: both tables, from the one definition in the shared crate;
+//! `callctl tables create`: both tables, from the one definition in call-ingest-store;
 //! `callctl tables reindex`: calls stored before the listing indexes, listed.
 
 use anyhow::Context;
@@ -20,26 +20,26 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, backend: &Backend, out: &Output) -> anyhow::Result<()> {
         match self {
             Command::Create => {
-                let calls = create(app, &tables::CALLS, &app.config.calls_table).await?;
-                let directory = create(app, &tables::DIRECTORY, &app.config.directory_table).await?;
+                let calls = create(backend, &tables::CALLS, &backend.config.calls_table).await?;
+                let directory = create(backend, &tables::DIRECTORY, &backend.config.directory_table).await?;
                 let value = json!({
-                    "calls": {"table": app.config.calls_table, "status": calls},
-                    "directory": {"table": app.config.directory_table, "status": directory},
+                    "calls": {"table": backend.config.calls_table, "status": calls},
+                    "directory": {"table": backend.config.directory_table, "status": directory},
                 });
                 out.show(&value, || {
                     format!(
                         "calls table {}: {calls}\ndirectory table {}: {directory}\n",
-                        app.config.calls_table, app.config.directory_table
+                        backend.config.calls_table, backend.config.directory_table
                     )
                 })?;
                 Ok(())
             }
             Command::Reindex => {
-                let updated = app.store().reindex().await.context("cannot reindex the calls")?;
-                let value = json!({"table": app.config.calls_table, "reindexed": updated});
+                let updated = backend.store().reindex().await.context("cannot reindex the calls")?;
+                let value = json!({"table": backend.config.calls_table, "reindexed": updated});
                 out.show(&value, || format!("calls listed anew: {updated}\n"))?;
                 Ok(())
             }
@@ -48,8 +48,8 @@ impl Command {
 }
 
 /// Creates one table; answers "created" or "exists".
-async fn create(app: &Backend, def: &TableDef, name: &str) -> anyhow::Result<&'static str> {
+async fn create(backend: &Backend, def: &TableDef, name: &str) -> anyhow::Result<&'static str> {
     let created =
-        def.create(app.store().client(), name).await.with_context(|| format!("cannot create table {name}"))?;
+        def.create(backend.store().client(), name).await.with_context(|| format!("cannot create table {name}"))?;
     Ok(if created { "created" } else { "exists" })
 }

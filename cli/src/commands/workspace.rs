@@ -43,21 +43,21 @@ pub enum Command {
 }
 
 impl Command {
-    pub async fn run(self, app: &Backend, out: &Output) -> anyhow::Result<()> {
+    pub async fn run(self, backend: &Backend, out: &Output) -> anyhow::Result<()> {
         let workspace = match self {
             Command::Create { name } => {
                 let name = name.trim();
                 if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
                     bail!("the workspace name must be 1 to {MAX_NAME_CHARS} characters");
                 }
-                app.directory().create_workspace(name).await?
+                backend.directory().create_workspace(name).await?
             }
-            Command::Get { id } => require(app, id).await?,
-            Command::Limit { id, per_second, .. } => app.directory().set_rate_limit(id, per_second).await?,
+            Command::Get { id } => require(backend, id).await?,
+            Command::Limit { id, per_second, .. } => backend.directory().set_rate_limit(id, per_second).await?,
         };
         let limit = match workspace.rate_limit {
             Some(l) => format!("{l} requests per second"),
-            None => format!("default ({} requests per second)", app.config.rate_limit),
+            None => format!("default ({} requests per second)", backend.config.rate_limit),
         };
         out.show(&json!(workspace), || {
             fields(&[("workspace", workspace.id.to_string()), ("name", workspace.name.clone()), ("rate limit", limit)])
@@ -68,6 +68,6 @@ impl Command {
 
 /// The workspace `id`, or the error an operator should see when it does not exist (a
 /// listing of a workspace that does not exist would otherwise look merely empty).
-pub async fn require(app: &Backend, id: u64) -> anyhow::Result<Workspace> {
-    app.directory().workspace(id).await?.ok_or_else(|| anyhow!("no such workspace {id}"))
+pub async fn require(backend: &Backend, id: u64) -> anyhow::Result<Workspace> {
+    backend.directory().workspace(id).await?.ok_or_else(|| anyhow!("no such workspace {id}"))
 }

@@ -22,7 +22,7 @@ const SIZES: [(&str, usize); 4] = [("2 KB", 2_000), ("60 KB", 60_000), ("1 MB", 
 struct Bench {
     rt: tokio::runtime::Runtime,
     t: testkit::Tables,
-    app: Backend,
+    backend: Backend,
     key: String,
     /// Provider call id and id of each call of `SIZES`.
     calls: Vec<(String, u64)>,
@@ -30,10 +30,10 @@ struct Bench {
 
 fn setup() -> Bench {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (t, app, key, calls) = rt.block_on(async {
+    let (t, backend, key, calls) = rt.block_on(async {
         let t = testkit::Tables::new().await;
-        let app = t.app(&[("RATE_LIMIT_PER_SECOND", "1000")]);
-        let d = app.directory();
+        let backend = t.backend(&[("RATE_LIMIT_PER_SECOND", "1000")]);
+        let d = backend.directory();
         d.create_workspace("bench").await.unwrap();
         d.create_agent(1, "desk", None, None).await.unwrap();
         let key = d.create_api_key(1, "k", Scopes::of([Scope::Send, Scope::Read])).await.unwrap().token;
@@ -45,7 +45,7 @@ fn setup() -> Bench {
                 seed: i as u64,
                 call_id: Some(call_id.clone()),
             });
-            let id = post(&app, &key, body).await;
+            let id = post(&backend, &key, body).await;
             eprintln!("stored the {name} call: id {id}");
             calls.push((call_id, id));
         }
@@ -56,14 +56,14 @@ fn setup() -> Bench {
                 seed: 1000 + i,
                 call_id: Some(format!("listed-{i}")),
             });
-            post(&app, &key, body).await;
+            post(&backend, &key, body).await;
         }
-        (t, app, key, calls)
+        (t, backend, key, calls)
     });
-    Bench { rt, t, app, key, calls }
+    Bench { rt, t, backend, key, calls }
 }
 
-async fn post(app: &Backend, key: &str, body: Vec<u8>) -> u64 {
+async fn post(backend: &Backend, key: &str, body: Vec<u8>) -> u64 {
     let q = HashMap::from([
         ("workspace_id".to_owned(), "1".to_owned()),
         ("agent_remote_identifier".to_owned(), "desk".to_owned()),
@@ -75,7 +75,7 @@ async fn post(app: &Backend, key: &str, body: Vec<u8>) -> u64 {
         .body(Body::Binary(body))
         .unwrap()
         .with_query_string_parameters(q);
-    let response = handle(app, Operation::CreateCall, request).await;
+    let response = handle(backend, Operation::CreateCall, request).await;
     assert_eq!(response.status(), 201);
     let body: serde_json::Value = serde_json::from_slice(response.body()).unwrap();
     body["id"].as_u64().unwrap()
@@ -169,7 +169,7 @@ fn reading(c: &mut Criterion) {
         let by_id = || get(&b.key, "/api/v1/public/call/x", Some(*id), &[("workspace_id", "1")]);
         group.bench_function(format!("get by id/{name}"), |bench| {
             bench.iter(|| {
-                b.rt.block_on(async { assert_eq!(handle(&b.app, Endpoint::GetCall, by_id()).await.status(), 200) })
+                b.rt.block_on(async { assert_eq!(handle(&b.backend, Endpoint::GetCall, by_id()).await.status(), 200) })
             })
         });
         let by_provider =
@@ -177,7 +177,7 @@ fn reading(c: &mut Criterion) {
         group.bench_function(format!("get by provider call id/{name}"), |bench| {
             bench.iter(|| {
                 b.rt.block_on(async {
-                    assert_eq!(handle(&b.app, Endpoint::GetCall, by_provider()).await.status(), 200)
+                    assert_eq!(handle(&b.backend, Endpoint::GetCall, by_provider()).await.status(), 200)
                 })
             })
         });
@@ -185,7 +185,7 @@ fn reading(c: &mut Criterion) {
     let page = || get(&b.key, "/api/v1/public/calls", None, &[("workspace_id", "1"), ("limit", "100")]);
     group.bench_function("list page of 100", |bench| {
         bench.iter(|| {
-            b.rt.block_on(async { assert_eq!(handle(&b.app, Endpoint::ListCalls, page()).await.status(), 200) })
+            b.rt.block_on(async { assert_eq!(handle(&b.backend, Endpoint::ListCalls, page()).await.status(), 200) })
         })
     });
     group.finish();

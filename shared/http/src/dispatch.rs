@@ -15,21 +15,21 @@ use crate::{Backend, Endpoint};
 
 /// Answers one request to `endpoint`. Never panics on anything a request holds; every
 /// response carries `X-Request-Id`.
-pub async fn handle(app: &Backend, endpoint: impl Into<Endpoint>, request: Request) -> Response<Body> {
+pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, request: Request) -> Response<Body> {
     let endpoint = endpoint.into();
     let started = Instant::now();
     let request_id = request_id(&request);
     let mut log = RequestLog::new(endpoint, request.body().len());
     let answer = match endpoint {
         _ if request.method() != endpoint.method() => Err(problems::method_not_allowed(endpoint)),
-        Endpoint::Ingest(operation) => {
-            ingest::process(app, operation, &request, &mut log).await.map(|reply| reply.respond(operation, &request_id))
-        }
-        Endpoint::GetCall => get_call::answer(app, &request, &request_id, &mut log).await,
-        Endpoint::ListCalls => list_calls::answer(app, &request, &request_id, &mut log).await,
-        Endpoint::CallRevisions => revisions::answer(app, &request, &request_id, &mut log).await,
-        Endpoint::GetRawCall => raw::answer(app, &request, &request_id, &mut log).await,
-        Endpoint::EraseCall => erase_call::answer(app, &request, &request_id, &mut log).await,
+        Endpoint::Ingest(operation) => ingest::process(backend, operation, &request, &mut log)
+            .await
+            .map(|reply| reply.respond(operation, &request_id)),
+        Endpoint::GetCall => get_call::answer(backend, &request, &request_id, &mut log).await,
+        Endpoint::ListCalls => list_calls::answer(backend, &request, &request_id, &mut log).await,
+        Endpoint::CallRevisions => revisions::answer(backend, &request, &request_id, &mut log).await,
+        Endpoint::GetRawCall => raw::answer(backend, &request, &request_id, &mut log).await,
+        Endpoint::EraseCall => erase_call::answer(backend, &request, &request_id, &mut log).await,
     };
     let mut response = match answer {
         Ok(response) => response,
@@ -46,7 +46,7 @@ pub async fn handle(app: &Backend, endpoint: impl Into<Endpoint>, request: Reque
         response = respond::problem(&problem, endpoint, &request_id);
     }
     log.status = response.status().as_u16();
-    log.finish(&request_id, started.elapsed(), app.config.json_logs);
+    log.finish(&request_id, started.elapsed(), backend.config.json_logs);
     response
 }
 

@@ -15,13 +15,13 @@ use call_ingest_store::directory::{AgentRef, Lookup, Principal};
 /// The first steps of every request: its credential, read with `agent` in one round trip;
 /// who it belongs to (401); whether it may use `endpoint` (403 naming the scope).
 pub(crate) async fn caller(
-    app: &Backend,
+    backend: &Backend,
     endpoint: Endpoint,
     request: &Request,
     agent: Option<AgentRef<'_>>,
 ) -> Result<(Lookup, Principal), Problem> {
     let token = token_from_headers(request.headers()).map_err(denied)?;
-    let lookup = app.directory().lookup(token, agent).await.map_err(directory_problem)?;
+    let lookup = backend.directory().lookup(token, agent).await.map_err(directory_problem)?;
     let principal = lookup.authenticate(endpoint.sessions()).map_err(denied)?;
     principal.require(endpoint.scope()).map_err(denied)?;
     Ok((lookup, principal))
@@ -30,7 +30,7 @@ pub(crate) async fn caller(
 /// The workspace the request acts in (the one asked for, else an API key's own; 403 when
 /// the principal may not use it), counted against its limit of requests per second (429).
 pub(crate) async fn enter(
-    app: &Backend,
+    backend: &Backend,
     lookup: &Lookup,
     principal: &Principal,
     asked: Option<u64>,
@@ -38,13 +38,13 @@ pub(crate) async fn enter(
 ) -> Result<u64, Problem> {
     let workspace_id = principal.workspace(asked).map_err(denied)?;
     log.workspace = Some(workspace_id);
-    charge(app, lookup, workspace_id).await?;
+    charge(backend, lookup, workspace_id).await?;
     Ok(workspace_id)
 }
 
 /// 429 when the workspace is over its limit of requests per second.
-async fn charge(app: &Backend, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
-    match app.directory().count_request(lookup, workspace_id, app.config.rate_limit).await {
+async fn charge(backend: &Backend, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
+    match backend.directory().count_request(lookup, workspace_id, backend.config.rate_limit).await {
         Admission::Admitted => Ok(()),
         Admission::Limited { retry_after_secs } => Err(problems::too_many_requests(retry_after_secs)),
     }

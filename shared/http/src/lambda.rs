@@ -45,23 +45,23 @@ pub async fn start() -> Result<Backend, ConfigError> {
 }
 
 /// Runs `endpoint`'s function on the Lambda runtime until the runtime stops it.
-pub async fn serve(app: Backend, endpoint: impl Into<Endpoint>) -> Result<(), lambda_http::Error> {
-    let app = &app;
+pub async fn serve(backend: Backend, endpoint: impl Into<Endpoint>) -> Result<(), lambda_http::Error> {
+    let backend = &backend;
     let endpoint = endpoint.into();
-    if endpoint == Endpoint::ListCalls && app.config.cursor_secret.is_none() {
+    if endpoint == Endpoint::ListCalls && backend.config.cursor_secret.is_none() {
         // Every instance must sign cursors with the same key; a random one per instance
         // would make a cursor fail on the next instance.
         return Err("CURSOR_SECRET is not set: list-calls cannot sign its cursors".into());
     }
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| async move {
-        Ok::<_, Infallible>(answer(app, endpoint, event).await)
+        Ok::<_, Infallible>(answer(backend, endpoint, event).await)
     }))
     .await
 }
 
 /// Answers one invocation. Never fails: every event gets an HTTP answer with a request id.
 pub async fn answer(
-    app: &Backend,
+    backend: &Backend,
     endpoint: impl Into<Endpoint>,
     event: LambdaEvent<Box<RawValue>>,
 ) -> serde_json::Value {
@@ -71,7 +71,7 @@ pub async fn answer(
         Ok(request) => {
             drop(payload);
             let mut adapter = Adapter::from(service_fn(|request: Request| async move {
-                Ok::<_, Infallible>(handle(app, endpoint, request).await)
+                Ok::<_, Infallible>(handle(backend, endpoint, request).await)
             }));
             let request_id = context.request_id.clone();
             // lambda_http turns the event into a request inside `call`, and panics on some

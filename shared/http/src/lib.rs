@@ -5,7 +5,7 @@
 //!
 //! A request passes [`lambda`] (the event) → [`dispatch`] (method, answer size) → [`gate`]
 //! (credential → scope → workspace → rate) → its endpoint under [`endpoints`] → [`respond`].
-//! [`problems`] is the one catalogue of the HTTP problems the store and directory map to.
+//! [`problems`] is the one catalogue of every problem a client can see.
 //!
 //! May import call-ingest-store and call-ingest-core; nothing imports it but the functions.
 
@@ -22,6 +22,7 @@ pub mod problems;
 mod reading;
 mod respond;
 
+pub use call_ingest_core::call::Operation;
 pub use call_ingest_store::Backend;
 pub use dispatch::handle;
 pub use endpoint::Endpoint;

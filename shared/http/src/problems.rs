@@ -1,7 +1,7 @@
 //! The catalogue of every problem the HTTP layer answers: its status, `type` slug, title and
 //! the endpoints that can answer it ([`CATALOGUE`]), and one constructor for each. Endpoints
-//! build their problems here and nowhere else, so the catalogue is complete by construction;
-//! the openapi test walks it. Validation problems (400 `invalid-json`, 422 `validation`) are
+//! build their problems here and nowhere else; a unit test checks that every kind declared
+//! here is in the catalogue, and the openapi test walks it. Validation problems (400 `invalid-json`, 422 `validation`) are
 //! built by call-ingest-core from the body and are listed here too.
 
 use call_ingest_core::api::Problem;
@@ -13,7 +13,7 @@ use crate::Endpoint;
 
 /// One kind of problem: what a client sees, and which endpoints can answer it.
 #[derive(Debug)]
-pub struct Kind {
+pub struct ProblemKind {
     pub status: u16,
     pub slug: &'static str,
     pub title: &'static str,
@@ -21,7 +21,7 @@ pub struct Kind {
     pub answered_by: fn(Endpoint) -> bool,
 }
 
-impl Kind {
+impl ProblemKind {
     fn with(&'static self, detail: impl Into<String>) -> Problem {
         Problem::new(self.status, self.slug, self.title, detail)
     }
@@ -39,6 +39,11 @@ fn readers(e: Endpoint) -> bool {
     matches!(e, Endpoint::GetCall | Endpoint::CallRevisions | Endpoint::GetRawCall)
 }
 
+/// Every endpoint whose answer goes through `respond::encoded` (gzip, `Range`, 406).
+fn encoded(e: Endpoint) -> bool {
+    readers(e) || e == Endpoint::ListCalls
+}
+
 /// Every endpoint that names a workspace in its request: all but operation A.
 fn named_workspace(e: Endpoint) -> bool {
     e != Endpoint::Ingest(Operation::SendCallData)
@@ -49,60 +54,71 @@ fn by_id(e: Endpoint) -> bool {
     readers(e) || e == Endpoint::EraseCall
 }
 
-pub const UNAUTHORIZED: Kind = Kind { status: 401, slug: "unauthorized", title: "Unauthorized", answered_by: every };
-pub const FORBIDDEN: Kind = Kind { status: 403, slug: "forbidden", title: "Forbidden", answered_by: named_workspace };
-pub const INSUFFICIENT_SCOPE: Kind =
-    Kind { status: 403, slug: "insufficient-scope", title: "Forbidden", answered_by: every };
+pub const UNAUTHORIZED: ProblemKind =
+    ProblemKind { status: 401, slug: "unauthorized", title: "Unauthorized", answered_by: every };
+pub const FORBIDDEN: ProblemKind =
+    ProblemKind { status: 403, slug: "forbidden", title: "Forbidden", answered_by: named_workspace };
+pub const INSUFFICIENT_SCOPE: ProblemKind =
+    ProblemKind { status: 403, slug: "insufficient-scope", title: "Forbidden", answered_by: every };
 /// Operation A's `agentId`, operation B's and the listing's `agent_remote_identifier`.
-pub const AGENT_NOT_FOUND: Kind = Kind {
+pub const AGENT_NOT_FOUND: ProblemKind = ProblemKind {
     status: 404,
     slug: "agent-not-found",
     title: "Agent not found",
     answered_by: |e| ingest(e) || e == Endpoint::ListCalls,
 };
-pub const CALL_NOT_FOUND: Kind =
-    Kind { status: 404, slug: "call-not-found", title: "Call not found", answered_by: by_id };
+pub const CALL_NOT_FOUND: ProblemKind =
+    ProblemKind { status: 404, slug: "call-not-found", title: "Call not found", answered_by: by_id };
 /// Every function but erase-call, which API Gateway sends DELETE only (its path's other
 /// methods go to get-call).
-pub const METHOD_NOT_ALLOWED: Kind = Kind {
+pub const METHOD_NOT_ALLOWED: ProblemKind = ProblemKind {
     status: 405,
     slug: "method-not-allowed",
     title: "Method not allowed",
     answered_by: |e| e != Endpoint::EraseCall,
 };
-pub const TOO_LARGE_TO_ANSWER: Kind =
-    Kind { status: 406, slug: "too-large-to-answer", title: "Answer too large", answered_by: readers };
-pub const PAYLOAD_TOO_LARGE: Kind =
-    Kind { status: 413, slug: "payload-too-large", title: "Request body too large", answered_by: ingest };
-pub const UNSUPPORTED_MEDIA_TYPE: Kind =
-    Kind { status: 415, slug: "unsupported-media-type", title: "Unsupported media type", answered_by: ingest };
-pub const UNSUPPORTED_ENCODING: Kind =
-    Kind { status: 415, slug: "unsupported-encoding", title: "Unsupported content encoding", answered_by: ingest };
-pub const RANGE_NOT_SATISFIABLE: Kind =
-    Kind { status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable", answered_by: readers };
-pub const TOO_MANY_REQUESTS: Kind =
-    Kind { status: 429, slug: "too-many-requests", title: "Too many requests", answered_by: every };
-pub const BAD_ENCODING: Kind =
-    Kind { status: 400, slug: "bad-encoding", title: "Body cannot be decompressed", answered_by: ingest };
-pub const INVALID_CURSOR: Kind =
-    Kind { status: 400, slug: "invalid-cursor", title: "Invalid cursor", answered_by: |e| e == Endpoint::ListCalls };
+pub const TOO_LARGE_TO_ANSWER: ProblemKind =
+    ProblemKind { status: 406, slug: "too-large-to-answer", title: "Answer too large", answered_by: encoded };
+pub const PAYLOAD_TOO_LARGE: ProblemKind =
+    ProblemKind { status: 413, slug: "payload-too-large", title: "Request body too large", answered_by: ingest };
+pub const UNSUPPORTED_MEDIA_TYPE: ProblemKind =
+    ProblemKind { status: 415, slug: "unsupported-media-type", title: "Unsupported media type", answered_by: ingest };
+pub const UNSUPPORTED_ENCODING: ProblemKind = ProblemKind {
+    status: 415,
+    slug: "unsupported-encoding",
+    title: "Unsupported content encoding",
+    answered_by: ingest,
+};
+pub const RANGE_NOT_SATISFIABLE: ProblemKind =
+    ProblemKind { status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable", answered_by: encoded };
+pub const TOO_MANY_REQUESTS: ProblemKind =
+    ProblemKind { status: 429, slug: "too-many-requests", title: "Too many requests", answered_by: every };
+pub const BAD_ENCODING: ProblemKind =
+    ProblemKind { status: 400, slug: "bad-encoding", title: "Body cannot be decompressed", answered_by: ingest };
+pub const INVALID_CURSOR: ProblemKind = ProblemKind {
+    status: 400,
+    slug: "invalid-cursor",
+    title: "Invalid cursor",
+    answered_by: |e| e == Endpoint::ListCalls,
+};
 /// An event lambda_http cannot read or turn into a request; the local gateway never sends
 /// one, so no openapi example shows it, but every function can answer it.
-pub const BAD_REQUEST: Kind =
-    Kind { status: 400, slug: "bad-request", title: "Request cannot be read", answered_by: every };
+pub const BAD_REQUEST: ProblemKind =
+    ProblemKind { status: 400, slug: "bad-request", title: "Request cannot be read", answered_by: every };
 /// Built by call-ingest-core (`Problem::unreadable`).
-pub const INVALID_JSON: Kind =
-    Kind { status: 400, slug: "invalid-json", title: "Request body is not a JSON object", answered_by: ingest };
+pub const INVALID_JSON: ProblemKind =
+    ProblemKind { status: 400, slug: "invalid-json", title: "Request body is not a JSON object", answered_by: ingest };
 /// Built by call-ingest-core (`Problem::invalid`, `Problem::over_limit`) for bodies, and
 /// for query parameters by every endpoint.
-pub const VALIDATION: Kind =
-    Kind { status: 422, slug: "validation", title: "Request body is invalid", answered_by: every };
-pub const INTERNAL: Kind = Kind { status: 500, slug: "internal", title: "Internal error", answered_by: every };
-pub const UNAVAILABLE: Kind =
-    Kind { status: 503, slug: "unavailable", title: "Service unavailable", answered_by: every };
+pub const VALIDATION: ProblemKind =
+    ProblemKind { status: 422, slug: "validation", title: "Request body is invalid", answered_by: every };
+pub const INTERNAL: ProblemKind =
+    ProblemKind { status: 500, slug: "internal", title: "Internal error", answered_by: every };
+pub const UNAVAILABLE: ProblemKind =
+    ProblemKind { status: 503, slug: "unavailable", title: "Service unavailable", answered_by: every };
 
 /// Every problem the API answers.
-pub const CATALOGUE: &[&Kind] = &[
+pub const CATALOGUE: &[&ProblemKind] = &[
     &UNAUTHORIZED,
     &FORBIDDEN,
     &INSUFFICIENT_SCOPE,
@@ -216,4 +232,20 @@ pub(crate) fn unreadable_event() -> Problem {
     BAD_REQUEST.with(
         "the request cannot be read (a header value with control characters, or a malformed query string or Host?)",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_declared_here_is_in_the_catalogue_once() {
+        let declared = include_str!("problems.rs")
+            .lines()
+            .filter(|line| line.starts_with("pub const ") && line.contains(": ProblemKind"))
+            .count();
+        assert_eq!(declared, CATALOGUE.len(), "a kind of problem is missing from CATALOGUE (or listed twice)");
+        let slugs: std::collections::BTreeSet<_> = CATALOGUE.iter().map(|k| k.slug).collect();
+        assert_eq!(slugs.len(), CATALOGUE.len(), "two kinds share a slug");
+    }
 }

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::gate::{caller, enter, workspace_param};
 use crate::logging::RequestLog;
-use crate::problems::{self, storage_problem};
+use crate::problems::storage_problem;
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::{Problem, Violation};
 use call_ingest_core::normalize::timestamps::millis_rfc3339;
@@ -23,18 +23,18 @@ use call_ingest_store::directory::AgentRef;
 /// `workspace_id` with the endpoint's own `params` (422 for all their violations at once),
 /// the workspace's access and rate (403, 429). Answers the workspace and the params.
 pub(crate) async fn admit<T>(
-    app: &Backend,
+    backend: &Backend,
     endpoint: Endpoint,
     request: &Request,
     log: &mut RequestLog,
     params: Result<T, Vec<Violation>>,
 ) -> Result<(u64, T), Problem> {
-    let (lookup, principal) = caller(app, endpoint, request, None).await?;
+    let (lookup, principal) = caller(backend, endpoint, request, None).await?;
     let (asked, params) = match (workspace_param(request), params) {
         (Ok(w), Ok(p)) => (w, p),
         (w, p) => return Err(Problem::invalid(w.err().into_iter().chain(p.err().into_iter().flatten()).collect())),
     };
-    let workspace_id = enter(app, &lookup, &principal, Some(asked), log).await?;
+    let workspace_id = enter(backend, &lookup, &principal, Some(asked), log).await?;
     Ok((workspace_id, params))
 }
 
@@ -46,9 +46,9 @@ pub(crate) fn path_id(request: &Request) -> Option<u64> {
 
 /// The provider call id of call `id` when it is in `workspace_id`; `None` when it is
 /// missing, of another workspace, or `id` is `None`. One query of the `by-id` index.
-pub(crate) async fn locate(app: &Backend, workspace_id: u64, id: Option<u64>) -> Result<Option<String>, Problem> {
+pub(crate) async fn locate(backend: &Backend, workspace_id: u64, id: Option<u64>) -> Result<Option<String>, Problem> {
     let Some(id) = id else { return Ok(None) };
-    Ok(match app.store().locate(id).await.map_err(read_problem)? {
+    Ok(match backend.store().locate(id).await.map_err(read_problem)? {
         Some((w, call_id)) if w == workspace_id => Some(call_id),
         _ => None,
     })
@@ -58,13 +58,13 @@ pub(crate) async fn locate(app: &Backend, workspace_id: u64, id: Option<u64>) ->
 /// another workspace, or `id` is `None`. A call stored again after an erase has the old
 /// one's provider call id but not its id: it is not the call asked for.
 pub(crate) async fn call_by_id(
-    app: &Backend,
+    backend: &Backend,
     workspace_id: u64,
     id: Option<u64>,
     revision: Option<u64>,
 ) -> Result<Option<StoredCall>, Problem> {
-    let Some(call_id) = locate(app, workspace_id, id).await? else { return Ok(None) };
-    let call = app.store().get_call_at(workspace_id, &call_id, revision).await.map_err(read_problem)?;
+    let Some(call_id) = locate(backend, workspace_id, id).await? else { return Ok(None) };
+    let call = backend.store().get_call_at(workspace_id, &call_id, revision).await.map_err(read_problem)?;
     Ok(call.filter(|c| Some(c.id) == id))
 }
 
@@ -90,7 +90,7 @@ struct CallBody<'a> {
 /// Answers `call`'s current content (the revision it was read at), or 304 when the
 /// client has it.
 pub(crate) async fn document(
-    app: &Backend,
+    backend: &Backend,
     request: &Request,
     request_id: &str,
     call: &StoredCall,
@@ -99,7 +99,8 @@ pub(crate) async fn document(
     if let Some(response) = not_modified(request, &etag, request_id) {
         return Ok(response);
     }
-    let agent = app.directory().agent(AgentRef::Id(&call.agent_id), call.workspace_id).await.map_err(read_problem)?;
+    let agent =
+        backend.directory().agent(AgentRef::Id(&call.agent_id), call.workspace_id).await.map_err(read_problem)?;
     let body = CallBody {
         id: call.id,
         provider_call_id: &call.call_id,
@@ -152,10 +153,6 @@ pub(crate) fn not_modified(request: &Request, etag: &str, request_id: &str) -> O
     // What the 200 would have carried (RFC 9110 15.4.5).
     response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     Some(with_etag(response, etag))
-}
-
-pub(crate) fn not_found() -> Problem {
-    problems::call_not_found()
 }
 
 pub(crate) fn read_problem(e: StoreError) -> Problem {

@@ -56,7 +56,7 @@ fn big_body(agent_first: bool) -> Vec<u8> {
 #[tokio::test(flavor = "current_thread")]
 async fn an_anonymous_six_mib_body_is_refused_without_being_parsed() {
     let t = Tables::new().await;
-    let app = t.app(&[]);
+    let backend = t.backend(&[]);
     let unknown = format!("Bearer cik_{}", "0".repeat(48));
     for agent_first in [true, false] {
         let body = big_body(agent_first);
@@ -64,7 +64,7 @@ async fn an_anonymous_six_mib_body_is_refused_without_being_parsed() {
         let mut request = request(Operation::SendCallData, Some(&unknown), &[], &serde_json::json!({}));
         *request.body_mut() = lambda_http::Body::from(body);
         let before = ALLOCATED.load(Ordering::SeqCst);
-        let answer = send(&app, Operation::SendCallData, request).await;
+        let answer = send(&backend, Operation::SendCallData, request).await;
         let allocated = ALLOCATED.load(Ordering::SeqCst) - before;
         assert_eq!(answer.status, 401);
         assert!(

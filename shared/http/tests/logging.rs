@@ -41,24 +41,25 @@ fn the_request_log_holds_no_credential_transcript_or_phone_number() {
     tracing::subscriber::with_default(subscriber, || {
         runtime.block_on(async {
             let t = Tables::new().await;
-            let app = t.app(&[]);
-            app.directory().create_workspace("logs").await.unwrap();
-            app.directory().create_agent(1, "events-agent", None, Some("agt_events")).await.unwrap();
-            app.directory()
+            let backend = t.backend(&[]);
+            backend.directory().create_workspace("logs").await.unwrap();
+            backend.directory().create_agent(1, "events-agent", None, Some("agt_events")).await.unwrap();
+            backend
+                .directory()
                 .register_api_key(1, "logs", Scopes::DEFAULT, Secret::from_token(EVENTS_KEY.to_owned()))
                 .await
                 .unwrap();
             let auth = format!("Bearer {EVENTS_KEY}");
             let q = [("workspace_id", "1"), ("agent_remote_identifier", "events-agent")];
             let a = send(
-                &app,
+                &backend,
                 Operation::CreateCall,
                 request(Operation::CreateCall, Some(&auth), &q, &create_call_body("logged")),
             )
             .await;
             assert_eq!(a.status, 201);
             let a = send(
-                &app,
+                &backend,
                 Operation::SendCallData,
                 request(Operation::SendCallData, Some(&auth), &[], &send_call_data_body("agt_events", "logged-a")),
             )
@@ -68,7 +69,7 @@ fn the_request_log_holds_no_credential_transcript_or_phone_number() {
             // may reach the log.
             t.fault(serde_json::json!({"op": "*", "fault": "invalid", "times": 1000, "table": t.calls}));
             let a = send(
-                &app,
+                &backend,
                 Operation::CreateCall,
                 request(Operation::CreateCall, Some(&auth), &q, &create_call_body("refused")),
             )

@@ -63,26 +63,26 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Runs `request` through the handler; answers its status, its body and the peak of live
 /// heap above the start.
 async fn measured(
-    app: &call_ingest_http::Backend,
+    backend: &call_ingest_http::Backend,
     endpoint: impl Into<call_ingest_http::Endpoint>,
     request: lambda_http::Request,
 ) -> (Answer, usize) {
     let before = LIVE.load(Ordering::SeqCst);
     PEAK.store(before, Ordering::SeqCst);
-    let answer = send(app, endpoint, request).await;
+    let answer = send(backend, endpoint, request).await;
     (answer, PEAK.load(Ordering::SeqCst).saturating_sub(before))
 }
 
-/// Tables, the handler's app (with `env`), and workspace 1 with agent `desk`: the agent's
+/// Tables, the handler's backend (with `env`), and workspace 1 with agent `desk`: the agent's
 /// id and a key with `scopes`, as an Authorization header.
 async fn fixture(env: &[(&str, &str)], scopes: Scopes) -> (Tables, call_ingest_http::Backend, String, String) {
     let t = Tables::new().await;
-    let app = t.app(env);
-    let d = app.directory();
+    let backend = t.backend(env);
+    let d = backend.directory();
     let ws = d.create_workspace("one").await.unwrap().id;
     let agent = d.create_agent(ws, "desk", None, None).await.unwrap().id;
     let key = format!("Bearer {}", d.create_api_key(ws, "k", scopes).await.unwrap().token);
-    (t, app, agent, key)
+    (t, backend, agent, key)
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {
@@ -95,7 +95,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
     let _serial = SERIAL.lock().await;
     // The compressed body may be over 6 MiB here (see below).
-    let (t, app, _, key) = fixture(&[("MAX_BODY_BYTES", "10485760")], Scopes::DEFAULT).await;
+    let (t, backend, _, key) = fixture(&[("MAX_BODY_BYTES", "10485760")], Scopes::DEFAULT).await;
 
     let size = callgen::Size::Bytes(32_500_000);
     let body = callgen::create_call(&callgen::Options { size, seed: 31, call_id: Some("c-cap".into()) });
@@ -116,7 +116,7 @@ async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
 
     let before = LIVE.load(Ordering::SeqCst);
     PEAK.store(before, Ordering::SeqCst);
-    let answer = send(&app, Operation::CreateCall, request).await;
+    let answer = send(&backend, Operation::CreateCall, request).await;
     let peak = PEAK.load(Ordering::SeqCst) - before;
     assert_eq!(answer.status, 201, "{}", answer.body);
 
@@ -129,7 +129,7 @@ async fn a_call_at_the_decompressed_cap_is_stored_within_the_memory_budget() {
     let budget = peak_budget();
     assert!(peak < budget, "the request peaked at {peak} bytes of heap, over half of MemorySize ({budget} bytes)");
     // Stored whole, so the peak is that of the whole path.
-    let stored = app.store().get_call(1, "c-cap", false).await.unwrap().expect("stored");
+    let stored = backend.store().get_call(1, "c-cap", false).await.unwrap().expect("stored");
     assert!(stored.current.raw == body);
     t.delete().await;
 }
@@ -143,7 +143,7 @@ async fn adversarial_bodies_stay_within_the_memory_budget() {
         CONTAINER_WEIGHT, MAX_DEPTH, MAX_KEYS, MAX_SEGMENTS, MAX_VALUES, MAX_WORDS, MAX_WORDS_PER_SEGMENT,
     };
     let _serial = SERIAL.lock().await;
-    let (t, app, agent, key) = fixture(&[], Scopes::DEFAULT).await;
+    let (t, backend, agent, key) = fixture(&[], Scopes::DEFAULT).await;
     let empty = |n: usize| vec!["{}"; n].join(",");
     let words_segment = format!(r#"{{"words":[{}]}}"#, empty(MAX_WORDS_PER_SEGMENT));
     let word_segments = vec![words_segment.as_str(); MAX_WORDS / MAX_WORDS_PER_SEGMENT].join(",");
@@ -198,7 +198,7 @@ async fn adversarial_bodies_stay_within_the_memory_budget() {
         request.headers_mut().insert("content-encoding", "gzip".parse().unwrap());
         *request.body_mut() = Body::Binary(packed.clone());
         drop(body);
-        let (answer, peak) = measured(&app, operation, request).await;
+        let (answer, peak) = measured(&backend, operation, request).await;
         println!(
             "{name}: {} bytes gzip, {} answered, peak heap {:.1} MB",
             packed.len(),
@@ -217,7 +217,7 @@ async fn adversarial_bodies_stay_within_the_memory_budget() {
 async fn the_largest_calls_are_read_back_within_the_memory_budget() {
     let _serial = SERIAL.lock().await;
     let scopes = Scopes::of([Scope::Send, Scope::Read]);
-    let (t, app, agent, key) = fixture(&[("MAX_BODY_BYTES", "10485760")], scopes).await;
+    let (t, backend, agent, key) = fixture(&[("MAX_BODY_BYTES", "10485760")], scopes).await;
     let b = callgen::create_call(&callgen::Options {
         size: callgen::Size::Bytes(32_500_000),
         seed: 32,
@@ -234,7 +234,7 @@ async fn the_largest_calls_are_read_back_within_the_memory_budget() {
         post.headers_mut().insert("content-encoding", "zstd".parse().unwrap());
         *post.body_mut() = Body::Binary(zstd::encode_all(&body[..], 3).unwrap());
         drop(body);
-        let (stored, _) = measured(&app, operation, post).await;
+        let (stored, _) = measured(&backend, operation, post).await;
         assert_eq!(stored.status, 201, "{}", stored.body);
         let get = get_request(
             None,
@@ -244,7 +244,7 @@ async fn the_largest_calls_are_read_back_within_the_memory_budget() {
             // decoding the whole call (the costliest read there is).
             &[("accept-encoding", "gzip"), ("range", "bytes=0-")],
         );
-        let (answer, peak) = measured(&app, call_ingest_http::Endpoint::GetCall, get).await;
+        let (answer, peak) = measured(&backend, call_ingest_http::Endpoint::GetCall, get).await;
         println!("reading {call_id} back: {} answered, peak heap {:.1} MB", answer.status, peak as f64 / 1e6);
         assert!([200, 206].contains(&answer.status), "{} {}", answer.status, answer.body);
         let budget = peak_budget();

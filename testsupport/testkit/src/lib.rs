@@ -17,7 +17,7 @@ use call_ingest_store::calls::tables;
 use call_ingest_store::config::{dynamodb_client_with, Config};
 use call_ingest_store::Backend;
 
-/// The key test apps sign list cursors with.
+/// The key test backends sign list cursors with.
 pub const TEST_CURSOR_SECRET: &str = "test-cursor-secret-of-at-least-32-characters";
 
 struct Server {
@@ -105,8 +105,8 @@ impl Tables {
         .expect("test configuration")
     }
 
-    /// An app (store, directory) over these tables.
-    pub fn app(&self, extra: &[(&str, &str)]) -> Backend {
+    /// A backend (store, directory) over these tables.
+    pub fn backend(&self, extra: &[(&str, &str)]) -> Backend {
         Backend::new(self.config(extra), self.client.clone())
     }
 
@@ -188,24 +188,24 @@ pub fn small_call(call_id: &str, summary: &str) -> (call_ingest_core::call::Call
 }
 
 /// Two workspaces ("one" and "two"), each with an agent `desk` and an API key with
-/// `scopes` (as `Authorization` values), and an app over fresh tables.
+/// `scopes` (as `Authorization` values), and a backend over fresh tables.
 pub struct TwoWorkspaces {
     pub t: Tables,
-    pub app: Backend,
+    pub backend: Backend,
     pub key1: String,
     pub key2: String,
 }
 
 /// [`TwoWorkspaces`], workspace 1 with the agents `more_agents` too; `config` as for
-/// [`Tables::app`].
+/// [`Tables::backend`].
 pub async fn two_workspaces(
     scopes: call_ingest_store::directory::scopes::Scopes,
     more_agents: &[&str],
     config: &[(&str, &str)],
 ) -> TwoWorkspaces {
     let t = Tables::new().await;
-    let app = t.app(config);
-    let d = app.directory();
+    let backend = t.backend(config);
+    let d = backend.directory();
     for name in ["one", "two"] {
         d.create_workspace(name).await.unwrap();
     }
@@ -214,5 +214,5 @@ pub async fn two_workspaces(
     }
     let key1 = format!("Bearer {}", d.create_api_key(1, "k1", scopes).await.unwrap().token);
     let key2 = format!("Bearer {}", d.create_api_key(2, "k2", scopes).await.unwrap().token);
-    TwoWorkspaces { t, app, key1, key2 }
+    TwoWorkspaces { t, backend, key1, key2 }
 }

@@ -9,8 +9,8 @@ use lambda_http::{Body, Request};
 use serde::Serialize;
 
 use crate::logging::RequestLog;
-use crate::problems::storage_problem;
-use crate::reading::{admit, locate, not_found, path_id};
+use crate::problems::{self, storage_problem};
+use crate::reading::{admit, locate, path_id};
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::Problem;
 
@@ -26,17 +26,18 @@ struct ErasedBody {
 
 /// Answers a request to the eraser.
 pub async fn answer(
-    app: &Backend,
+    backend: &Backend,
     request: &Request,
     request_id: &str,
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
-    let (workspace_id, ()) = admit(app, Endpoint::EraseCall, request, log, Ok(())).await?;
+    let (workspace_id, ()) = admit(backend, Endpoint::EraseCall, request, log, Ok(())).await?;
     // Not a positive integer: the id of no call, the readers' 404.
-    let id = path_id(request).ok_or_else(not_found)?;
-    let removed = match locate(app, workspace_id, Some(id)).await? {
+    let id = path_id(request).ok_or_else(problems::call_not_found)?;
+    let removed = match locate(backend, workspace_id, Some(id)).await? {
         Some(call_id) => {
-            app.store()
+            backend
+                .store()
                 .erase_call(workspace_id, &call_id, id)
                 .await
                 .map_err(|e| storage_problem(e, "the call could not be erased"))?

@@ -5,7 +5,8 @@ use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
 use crate::logging::RequestLog;
-use crate::reading::{admit, call_by_id, document, not_found, path_id, read_problem};
+use crate::problems;
+use crate::reading::{admit, call_by_id, document, path_id, read_problem};
 use crate::{Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
 
@@ -15,20 +16,20 @@ pub(crate) const MAX_CALL_ID_CHARS: usize = 200;
 
 /// Answers a request to the reader.
 pub async fn answer(
-    app: &Backend,
+    backend: &Backend,
     request: &Request,
     request_id: &str,
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
-    let (workspace_id, named) = admit(app, Endpoint::GetCall, request, log, call_named(request)).await?;
+    let (workspace_id, named) = admit(backend, Endpoint::GetCall, request, log, call_named(request)).await?;
     let call = match named {
-        Named::Id(id) => call_by_id(app, workspace_id, id, None).await?,
+        Named::Id(id) => call_by_id(backend, workspace_id, id, None).await?,
         Named::ProviderId(Some(call_id)) => {
-            app.store().get_call_at(workspace_id, &call_id, None).await.map_err(read_problem)?
+            backend.store().get_call_at(workspace_id, &call_id, None).await.map_err(read_problem)?
         }
         Named::ProviderId(None) => None,
     };
-    document(app, request, request_id, &call.ok_or_else(not_found)?).await
+    document(backend, request, request_id, &call.ok_or_else(problems::call_not_found)?).await
 }
 
 /// How the request names its call (`None`: a name no call can have, 404 without a read).

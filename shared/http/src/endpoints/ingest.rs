@@ -49,14 +49,14 @@ impl Reply {
 
 /// Operations A and B, after the method check.
 pub(crate) async fn process(
-    app: &Backend,
+    backend: &Backend,
     operation: Operation,
     request: &Request,
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
     let raw = request.body().as_ref();
     // Judged now, told only to an authenticated caller.
-    let checked = body_checks(app, request);
+    let checked = body_checks(backend, request);
     let endpoint = Endpoint::Ingest(operation);
     match operation {
         Operation::CreateCall => {
@@ -65,14 +65,14 @@ pub(crate) async fn process(
                 .as_ref()
                 .ok()
                 .map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
-            let (lookup, principal) = caller(app, endpoint, request, agent).await?;
+            let (lookup, principal) = caller(backend, endpoint, request, agent).await?;
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
-            let workspace_id = enter(app, &lookup, &principal, Some(workspace_id), log).await?;
-            let agent = app.directory().authorize(&lookup, workspace_id).map_err(denied)?;
-            let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
+            let workspace_id = enter(backend, &lookup, &principal, Some(workspace_id), log).await?;
+            let agent = backend.directory().authorize(&lookup, workspace_id).map_err(denied)?;
+            let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body)?;
             let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
-            store_call(app, workspace_id, &agent.id, &doc, &body, log).await
+            store_call(backend, workspace_id, &agent.id, &doc, &body, log).await
         }
         Operation::SendCallData => {
             // The agent is named in the body. Only its first bytes are read (and
@@ -81,10 +81,10 @@ pub(crate) async fn process(
             // round trip together.
             let prefix = checked.as_ref().map(|e| e.prefix(raw, PEEK_BYTES)).unwrap_or_default();
             let peeked = peek_agent_id(&prefix);
-            let (lookup, principal) = caller(app, endpoint, request, peeked.map(AgentRef::Id)).await?;
+            let (lookup, principal) = caller(backend, endpoint, request, peeked.map(AgentRef::Id)).await?;
             // No workspace asked for: the API key's own (sessions were refused).
-            let workspace_id = enter(app, &lookup, &principal, None, log).await?;
-            let body = checked?.decode(raw, app.config.max_decompressed_bytes)?;
+            let workspace_id = enter(backend, &lookup, &principal, None, log).await?;
+            let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_send_call_data(&body)?;
             let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
             let agent = match agent_id {
@@ -92,31 +92,31 @@ pub(crate) async fn process(
                     let lookup = match peeked == Some(id) {
                         true => lookup,
                         false => {
-                            app.directory().with_agent(lookup, AgentRef::Id(id)).await.map_err(directory_problem)?
+                            backend.directory().with_agent(lookup, AgentRef::Id(id)).await.map_err(directory_problem)?
                         }
                     };
-                    Some(app.directory().authorize(&lookup, workspace_id).map_err(denied)?)
+                    Some(backend.directory().authorize(&lookup, workspace_id).map_err(denied)?)
                 }
                 None => None,
             };
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
-            store_call(app, workspace_id, &agent.id, &doc, &body, log).await
+            store_call(backend, workspace_id, &agent.id, &doc, &body, log).await
         }
     }
 }
 
 /// Stores the call; its reply, or the problem storing it.
 async fn store_call(
-    app: &Backend,
+    backend: &Backend,
     workspace_id: u64,
     agent_id: &str,
     doc: &CallDocument,
     raw: &[u8],
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
-    let stored = app
+    let stored = backend
         .store()
         .put_call(Owner { workspace_id, agent_id }, doc, raw)
         .await
@@ -128,13 +128,13 @@ async fn store_call(
 /// The checks on a body before it is read, only told to an authenticated caller: 413 for
 /// more bytes than `MAX_BODY_BYTES` (received, before decompression), 415 for a type that
 /// is not JSON or an encoding we do not take. Answers the body's encoding.
-fn body_checks(app: &Backend, request: &Request) -> Result<Encoding, Problem> {
+fn body_checks(backend: &Backend, request: &Request) -> Result<Encoding, Problem> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let limit = app.config.max_body_bytes;
+    let limit = backend.config.max_body_bytes;
     if request.body().len() > limit || declared.is_some_and(|d| d > limit as u64) {
         return Err(problems::body_too_large(limit));
     }

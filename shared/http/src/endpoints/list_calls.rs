@@ -66,15 +66,16 @@ struct PageBody<'a> {
 
 /// Answers a request to the lister.
 pub async fn answer(
-    app: &Backend,
+    backend: &Backend,
     request: &Request,
     request_id: &str,
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
-    let (workspace_id, params) = admit(app, Endpoint::ListCalls, request, log, params(request)).await?;
+    let (workspace_id, params) = admit(backend, Endpoint::ListCalls, request, log, params(request)).await?;
     let agent = match &params.remote_id {
         Some(remote_id) => Some(
-            app.directory()
+            backend
+                .directory()
                 .agent(AgentRef::Remote { workspace_id, remote_id }, workspace_id)
                 .await
                 .map_err(read_problem)?
@@ -82,7 +83,7 @@ pub async fn answer(
         ),
         None => None,
     };
-    let key = app.config.cursor_secret.as_ref().ok_or_else(|| {
+    let key = backend.config.cursor_secret.as_ref().ok_or_else(|| {
         read_problem(StoreError::Internal("CURSOR_SECRET is not set: list cursors cannot be signed".into()))
     })?;
     let mut listing = Listing {
@@ -94,14 +95,14 @@ pub async fn answer(
         limit: params.limit,
     };
     if let Some(given) = &params.cursor {
-        listing.after = Some(cursor::open(key, &listing, given).map_err(|_| bad_cursor())?);
+        listing.after = Some(cursor::open(key, &listing, given).map_err(|_| problems::invalid_cursor())?);
     }
-    let page = app.store().list_calls(&listing).await.map_err(read_problem)?;
+    let page = backend.store().list_calls(&listing).await.map_err(read_problem)?;
     let next_cursor = match &page.next {
-        Some(position) => Some(cursor::issue(key, &listing, position).map_err(|_| bad_cursor())?),
+        Some(position) => Some(cursor::issue(key, &listing, position).map_err(|_| problems::invalid_cursor())?),
         None => None,
     };
-    let names = agent_names(app, workspace_id, &page.calls).await?;
+    let names = agent_names(backend, workspace_id, &page.calls).await?;
     let body = PageBody { calls: page.calls.iter().map(|c| summary(c, &names)).collect(), next_cursor };
     let json = serde_json::to_vec(&body).map_err(|e| read_problem(StoreError::Internal(e.to_string())))?;
     respond::encoded(200, json, request.headers(), request_id)
@@ -110,7 +111,7 @@ pub async fn answer(
 /// The remote identifier of every agent on the page (each from the instance's cache, else
 /// one read).
 async fn agent_names(
-    app: &Backend,
+    backend: &Backend,
     workspace_id: u64,
     calls: &[CallSummary],
 ) -> Result<HashMap<String, String>, Problem> {
@@ -119,7 +120,8 @@ async fn agent_names(
         if names.contains_key(&call.agent_id) {
             continue;
         }
-        let agent = app.directory().agent(AgentRef::Id(&call.agent_id), workspace_id).await.map_err(read_problem)?;
+        let agent =
+            backend.directory().agent(AgentRef::Id(&call.agent_id), workspace_id).await.map_err(read_problem)?;
         names.insert(call.agent_id.clone(), agent.map(|a| a.remote_id).unwrap_or_default());
     }
     Ok(names)
@@ -141,10 +143,6 @@ fn summary<'a>(call: &'a CallSummary, names: &'a HashMap<String, String>) -> Sum
         created_at: millis_rfc3339(call.created_at),
         updated_at: millis_rfc3339(call.updated_at),
     }
-}
-
-fn bad_cursor() -> Problem {
-    problems::invalid_cursor()
 }
 
 /// The listing's query parameters; every violation at once.

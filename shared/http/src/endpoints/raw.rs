@@ -8,19 +8,21 @@ use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
 use crate::logging::RequestLog;
-use crate::reading::{admit, call_by_id, etag, not_found, not_modified, path_id, with_etag};
+use crate::problems;
+use crate::reading::{admit, call_by_id, etag, not_modified, path_id, with_etag};
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
 
 /// Answers a request to the raw reader.
 pub async fn answer(
-    app: &Backend,
+    backend: &Backend,
     request: &Request,
     request_id: &str,
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
-    let (workspace_id, revision) = admit(app, Endpoint::GetRawCall, request, log, revision_param(request)).await?;
-    let call = call_by_id(app, workspace_id, path_id(request), revision).await?.ok_or_else(not_found)?;
+    let (workspace_id, revision) = admit(backend, Endpoint::GetRawCall, request, log, revision_param(request)).await?;
+    let call =
+        call_by_id(backend, workspace_id, path_id(request), revision).await?.ok_or_else(problems::call_not_found)?;
     let etag = etag(&call, "-raw");
     if let Some(response) = not_modified(request, &etag, request_id) {
         return Ok(response);

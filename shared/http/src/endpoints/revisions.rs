@@ -7,7 +7,8 @@ use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
 
 use crate::logging::RequestLog;
-use crate::reading::{admit, call_by_id, document, locate, not_found, path_id, read_problem};
+use crate::problems;
+use crate::reading::{admit, call_by_id, document, locate, path_id, read_problem};
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::Problem;
 use call_ingest_core::normalize::timestamps::millis_rfc3339;
@@ -35,30 +36,30 @@ struct RevisionBody<'a> {
 
 /// Answers a request to the revisions reader.
 pub async fn answer(
-    app: &Backend,
+    backend: &Backend,
     request: &Request,
     request_id: &str,
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
-    let (workspace_id, ()) = admit(app, Endpoint::CallRevisions, request, log, Ok(())).await?;
+    let (workspace_id, ()) = admit(backend, Endpoint::CallRevisions, request, log, Ok(())).await?;
     let id = path_id(request);
     match request.path_parameters().first("n") {
         Some(n) => {
             // A number no revision can have names none: 404 without a read.
-            let n = n.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(not_found)?;
-            let call = call_by_id(app, workspace_id, id, Some(n)).await?.ok_or_else(not_found)?;
-            document(app, request, request_id, &call).await
+            let n = n.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(problems::call_not_found)?;
+            let call = call_by_id(backend, workspace_id, id, Some(n)).await?.ok_or_else(problems::call_not_found)?;
+            document(backend, request, request_id, &call).await
         }
         None => {
-            let call_id = locate(app, workspace_id, id).await?.ok_or_else(not_found)?;
+            let call_id = locate(backend, workspace_id, id).await?.ok_or_else(problems::call_not_found)?;
             // Another call with the same provider call id (stored after an erase) is not it.
-            let (found, revisions) = app
+            let (found, revisions) = backend
                 .store()
                 .revisions(workspace_id, &call_id)
                 .await
                 .map_err(read_problem)?
                 .filter(|(found, _)| Some(*found) == id)
-                .ok_or_else(not_found)?;
+                .ok_or_else(problems::call_not_found)?;
             let body = RevisionsBody {
                 id: found,
                 provider_call_id: &call_id,

@@ -14,19 +14,19 @@ use testkit::Tables;
 
 struct Fixture {
     t: Tables,
-    app: Backend,
+    backend: Backend,
     key: String,
     agent_id: String,
 }
 
 async fn fixture(extra: &[(&str, &str)]) -> Fixture {
     let t = Tables::new().await;
-    let app = t.app(extra);
-    let d = app.directory();
+    let backend = t.backend(extra);
+    let d = backend.directory();
     let ws = d.create_workspace("one").await.unwrap().id;
     let agent_id = d.create_agent(ws, "desk", None, None).await.unwrap().id;
     let key = format!("Bearer {}", d.create_api_key(ws, "k", Scopes::DEFAULT).await.unwrap().token);
-    Fixture { t, app, key, agent_id }
+    Fixture { t, backend, key, agent_id }
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {
@@ -43,11 +43,11 @@ async fn post(f: &Fixture, operation: Operation, key: &str, encoding: Option<&st
         r.headers_mut().insert("content-encoding", e.parse().unwrap());
     }
     *r.body_mut() = Body::Binary(body);
-    send(&f.app, operation, r).await
+    send(&f.backend, operation, r).await
 }
 
 async fn stored_raw(f: &Fixture, call_id: &str) -> Option<Vec<u8>> {
-    f.app.store().get_call(1, call_id, false).await.unwrap().map(|c| c.current.raw)
+    f.backend.store().get_call(1, call_id, false).await.unwrap().map(|c| c.current.raw)
 }
 
 #[tokio::test]

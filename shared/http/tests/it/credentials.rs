@@ -12,7 +12,7 @@ use testkit::Tables;
 
 struct Fixture {
     t: Tables,
-    app: Backend,
+    backend: Backend,
     key1: Issued,
     key2: Issued,
     agent1: String,
@@ -24,8 +24,8 @@ const REMOTE2: &str = "agent-two";
 
 async fn fixture(cache_secs: &str) -> Fixture {
     let t = Tables::new().await;
-    let app = t.app(&[("DIRECTORY_CACHE_TTL_SECS", cache_secs)]);
-    let d = &app.directory();
+    let backend = t.backend(&[("DIRECTORY_CACHE_TTL_SECS", cache_secs)]);
+    let d = &backend.directory();
     let w1 = d.create_workspace("one").await.unwrap();
     let w2 = d.create_workspace("two").await.unwrap();
     d.create_workspace("three").await.unwrap();
@@ -34,7 +34,7 @@ async fn fixture(cache_secs: &str) -> Fixture {
     let agent2 = d.create_agent(2, REMOTE2, None, None).await.unwrap().id;
     let key1 = d.create_api_key(1, "k1", Scopes::DEFAULT).await.unwrap();
     let key2 = d.create_api_key(2, "k2", Scopes::DEFAULT).await.unwrap();
-    Fixture { t, app, key1, key2, agent1, agent2 }
+    Fixture { t, backend, key1, key2, agent1, agent2 }
 }
 
 fn bearer(token: &str) -> String {
@@ -43,12 +43,12 @@ fn bearer(token: &str) -> String {
 
 async fn post_b(f: &Fixture, auth: Option<&str>, workspace: &str, remote: &str, call_id: &str) -> Answer {
     let q = [("workspace_id", workspace), ("agent_remote_identifier", remote)];
-    send(&f.app, Operation::CreateCall, request(Operation::CreateCall, auth, &q, &create_call_body(call_id))).await
+    send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, auth, &q, &create_call_body(call_id))).await
 }
 
 async fn post_a(f: &Fixture, auth: Option<&str>, agent: &str, call_id: &str) -> Answer {
     send(
-        &f.app,
+        &f.backend,
         Operation::SendCallData,
         request(Operation::SendCallData, auth, &[], &send_call_data_body(agent, call_id)),
     )
@@ -104,7 +104,7 @@ async fn a_valid_key_is_accepted_in_any_scheme_case_and_as_x_api_key() {
     assert_eq!(post_a(&f, Some(&bearer(&f.key1.token)), &f.agent1, "c-a").await.status, 201);
     let mut req = request(Operation::SendCallData, None, &[], &send_call_data_body(&f.agent1, "c-x"));
     req.headers_mut().insert("x-api-key", f.key1.token.parse().unwrap());
-    assert_eq!(send(&f.app, Operation::SendCallData, req).await.status, 201);
+    assert_eq!(send(&f.backend, Operation::SendCallData, req).await.status, 201);
     f.t.delete().await;
 }
 
@@ -120,7 +120,7 @@ async fn a_key_of_workspace_two_sent_for_workspace_one_is_403() {
 #[tokio::test]
 async fn a_session_works_for_its_workspaces_only_and_never_for_operation_a() {
     let f = fixture("60").await;
-    let session = f.app.directory().create_session("ada", &[1, 2], Duration::from_secs(3600)).await.unwrap();
+    let session = f.backend.directory().create_session("ada", &[1, 2], Duration::from_secs(3600)).await.unwrap();
     let auth = bearer(&session.token);
     assert_eq!(post_b(&f, Some(&auth), "1", REMOTE1, "s1").await.status, 201);
     assert_eq!(post_b(&f, Some(&auth), "2", REMOTE2, "s2").await.status, 201);
@@ -129,14 +129,14 @@ async fn a_session_works_for_its_workspaces_only_and_never_for_operation_a() {
     // X-API-Key carries API keys only.
     let mut req = request(Operation::SendCallData, None, &[], &send_call_data_body(&f.agent1, "s5"));
     req.headers_mut().insert("x-api-key", session.token.parse().unwrap());
-    assert_unauthorized(&send(&f.app, Operation::SendCallData, req).await);
+    assert_unauthorized(&send(&f.backend, Operation::SendCallData, req).await);
     f.t.delete().await;
 }
 
 #[tokio::test]
 async fn an_expired_session_is_401() {
     let f = fixture("0").await;
-    let session = f.app.directory().create_session("bob", &[1], Duration::from_secs(1)).await.unwrap();
+    let session = f.backend.directory().create_session("bob", &[1], Duration::from_secs(1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2100)).await;
     assert_unauthorized(&post_b(&f, Some(&bearer(&session.token)), "1", REMOTE1, "late").await);
     f.t.delete().await;
@@ -147,11 +147,11 @@ async fn a_revoked_key_is_401_once_its_cache_entry_expires() {
     let f = fixture("1").await;
     let auth = bearer(&f.key1.token);
     assert_eq!(post_b(&f, Some(&auth), "1", REMOTE1, "before").await.status, 201);
-    f.app.directory().revoke(&f.key1.public_id).await.unwrap();
+    f.backend.directory().revoke(&f.key1.public_id).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_unauthorized(&post_b(&f, Some(&auth), "1", REMOTE1, "after").await);
     assert_unauthorized(&post_a(&f, Some(&auth), &f.agent1, "after-a").await);
-    let keys = f.app.directory().list_keys(1).await.unwrap();
+    let keys = f.backend.directory().list_keys(1).await.unwrap();
     assert!(keys.iter().any(|k| k.public_id == f.key1.public_id && k.revoked_at.is_some()));
     f.t.delete().await;
 }
@@ -180,12 +180,15 @@ async fn credentials_are_checked_before_the_body() {
     let f = fixture("60").await;
     let q = [("workspace_id", "1"), ("agent_remote_identifier", REMOTE1)];
     let bad = serde_json::json!({"call_id": 7});
-    let a = send(&f.app, Operation::CreateCall, request(Operation::CreateCall, None, &q, &bad)).await;
+    let a = send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, None, &q, &bad)).await;
     assert_unauthorized(&a);
     assert!(a.body.get("errors").is_none(), "an anonymous caller learns nothing of the schema");
-    let a =
-        send(&f.app, Operation::SendCallData, request(Operation::SendCallData, Some("Bearer cik_wrong"), &[], &bad))
-            .await;
+    let a = send(
+        &f.backend,
+        Operation::SendCallData,
+        request(Operation::SendCallData, Some("Bearer cik_wrong"), &[], &bad),
+    )
+    .await;
     assert_unauthorized(&a);
     f.t.delete().await;
 }
@@ -193,7 +196,7 @@ async fn credentials_are_checked_before_the_body() {
 #[tokio::test]
 async fn no_secret_is_stored_in_the_directory() {
     let f = fixture("60").await;
-    let session = f.app.directory().create_session("carol", &[1], Duration::from_secs(60)).await.unwrap();
+    let session = f.backend.directory().create_session("carol", &[1], Duration::from_secs(60)).await.unwrap();
     let secrets: Vec<String> = [&f.key1.token, &f.key2.token, &session.token].iter().map(|t| t.to_string()).collect();
     let dump = format!("{:?}", f.t.scan(&f.t.directory).await);
     for token in &secrets {
@@ -228,8 +231,8 @@ async fn another_workspaces_agent_is_read_every_time_never_cached_for_a_caller_i
 #[tokio::test]
 async fn a_public_id_already_taken_never_fails_creating_a_key_or_a_session() {
     let t = Tables::new().await;
-    let app = t.app(&[]);
-    let d = app.directory();
+    let backend = t.backend(&[]);
+    let d = backend.directory();
     d.create_workspace("one").await.unwrap();
     for attempt in 0..2 {
         // The public id's pointer item (transaction item 1) exists: twice in a row.
@@ -276,7 +279,7 @@ async fn operation_a_reads_its_credential_and_agent_in_one_round_trip_when_the_a
     assert_eq!(post_a(&f, Some(&key1), &f.agent1, "c-first-2").await.status, 201);
     assert_eq!(f.t.fired(reads), 2);
     // On a fresh instance, an agentId beyond the first bytes costs a read of its own...
-    let fresh = f.t.app(&[("DIRECTORY_CACHE_TTL_SECS", "60")]);
+    let fresh = f.t.backend(&[("DIRECTORY_CACHE_TTL_SECS", "60")]);
     let body = send_call_data_agent_last(&f.agent1, "c-last", 5000);
     let post = |body: Vec<u8>| {
         let mut r = request(Operation::SendCallData, Some(&key1), &[], &serde_json::json!({}));

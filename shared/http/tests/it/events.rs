@@ -1,6 +1,5 @@
 //! The files in `events/` fed straight to the handler (as Lambda would), with the local
-//! DynamoDB, each giving its documented status; plus the statuses no event file covers
-//! and what the request log may never contain.
+//! DynamoDB, each giving its documented status; plus the statuses no event file covers.
 
 use crate::requests::*;
 use call_ingest_core::Operation;
@@ -14,12 +13,12 @@ use testkit::Tables;
 const EVENTS_KEY: &str = "cik_e0e0e0e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6";
 
 async fn app_with_event_fixtures(t: &Tables) -> Backend {
-    let app = t.app(&[]);
-    let d = &app.directory();
+    let backend = t.backend(&[]);
+    let d = &backend.directory();
     assert_eq!(d.create_workspace("events").await.unwrap().id, 1);
     d.create_agent(1, "events-agent", Some("Events"), Some("agt_events")).await.unwrap();
     d.register_api_key(1, "events", Scopes::ALL, Secret::from_token(EVENTS_KEY.to_owned())).await.unwrap();
-    app
+    backend
 }
 
 fn event(path: &str) -> lambda_http::Request {
@@ -27,14 +26,14 @@ fn event(path: &str) -> lambda_http::Request {
     lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// `path` as Lambda hands it to a function (`http::answer`, the functions' entry), with
+/// `path` as Lambda hands it to a function (`call_ingest_http::answer`, the functions' entry), with
 /// the request id `invocation-of-test`; the answer read back from API Gateway's format.
-async fn invoke(app: &Backend, endpoint: Endpoint, path: &str) -> Answer {
+async fn invoke(backend: &Backend, endpoint: Endpoint, path: &str) -> Answer {
     let text = std::fs::read_to_string(testkit::root().join("events").join(path)).unwrap();
     let mut context = lambda_http::Context::default();
     context.request_id = "invocation-of-test".into();
     let raw = serde_json::value::RawValue::from_string(text).unwrap();
-    let out = call_ingest_http::answer(app, endpoint, lambda_http::LambdaEvent::new(raw, context)).await;
+    let out = call_ingest_http::answer(backend, endpoint, lambda_http::LambdaEvent::new(raw, context)).await;
     let mut headers = lambda_http::http::HeaderMap::new();
     for (name, value) in out["headers"].as_object().into_iter().flatten() {
         let name: lambda_http::http::HeaderName = name.parse().unwrap();
@@ -87,7 +86,7 @@ fn base64_decode(text: &str) -> Vec<u8> {
 #[tokio::test]
 async fn every_event_file_gives_its_documented_status() {
     let t = Tables::new().await;
-    let app = app_with_event_fixtures(&t).await;
+    let backend = app_with_event_fixtures(&t).await;
     let (create, send) = (Endpoint::from(Operation::CreateCall), Endpoint::from(Operation::SendCallData));
     let cases = [
         ("create-call/valid.json", create, 201),
@@ -118,7 +117,7 @@ async fn every_event_file_gives_its_documented_status() {
     ];
     let mut ids = std::collections::HashMap::new();
     for (file, op, status) in cases {
-        let a = invoke(&app, op, file).await;
+        let a = invoke(&backend, op, file).await;
         assert_eq!(a.status, status, "{file}: {}", a.body);
         assert_eq!(a.header("x-request-id"), Some("invocation-of-test"), "{file}: X-Request-Id");
         assert_eq!(a.header("cache-control"), Some("no-store"), "{file}");
@@ -152,7 +151,7 @@ async fn every_event_file_gives_its_documented_status() {
             }
             "erase-call/erase.json" => {
                 assert_eq!((a.body["id"].as_u64(), a.body["erased"].as_bool()), (Some(1), Some(true)));
-                assert!(app.store().get_call(1, "evt-call-0001", false).await.unwrap().is_none());
+                assert!(backend.store().get_call(1, "evt-call-0001", false).await.unwrap().is_none());
                 continue;
             }
             _ => {}
@@ -165,7 +164,7 @@ async fn every_event_file_gives_its_documented_status() {
             }
         }
     }
-    let stored = app.store().get_call(1, "evt-call-rest-0001", true).await.unwrap().unwrap();
+    let stored = backend.store().get_call(1, "evt-call-rest-0001", true).await.unwrap().unwrap();
     assert!(stored.revisions.is_empty());
     assert_eq!(stored.current.document_value()["call"]["user_sentiment"], "positive");
     t.delete().await;
@@ -187,14 +186,14 @@ fn lambda_http_panics_on_the_unreadable_query_event() {
 #[tokio::test]
 async fn other_methods_get_405_with_allow() {
     let t = Tables::new().await;
-    let app = app_with_event_fixtures(&t).await;
+    let backend = app_with_event_fixtures(&t).await;
     let mut req = event("create-call/valid.json");
     *req.method_mut() = Method::PUT;
-    let a = read(handle(&app, Operation::CreateCall, req).await);
+    let a = read(handle(&backend, Operation::CreateCall, req).await);
     assert_eq!((a.status, a.header("allow")), (405, Some("GET, POST")), "GET on that path is get-call's");
     let mut req = event("send-call-data/valid.json");
     *req.method_mut() = Method::GET;
-    let a = read(handle(&app, Operation::SendCallData, req).await);
+    let a = read(handle(&backend, Operation::SendCallData, req).await);
     assert_eq!((a.status, a.header("allow")), (405, Some("POST")));
     t.delete().await;
 }
@@ -202,20 +201,20 @@ async fn other_methods_get_405_with_allow() {
 #[tokio::test]
 async fn a_body_that_is_not_json_is_400_and_a_non_json_content_type_415() {
     let t = Tables::new().await;
-    let app = app_with_event_fixtures(&t).await;
+    let backend = app_with_event_fixtures(&t).await;
     let auth = format!("Bearer {EVENTS_KEY}");
     let q = [("workspace_id", "1"), ("agent_remote_identifier", "events-agent")];
     let mut req = request(Operation::CreateCall, Some(&auth), &q, &serde_json::json!({}));
     *req.body_mut() = lambda_http::Body::from("{not json");
-    let a = send(&app, Operation::CreateCall, req).await;
+    let a = send(&backend, Operation::CreateCall, req).await;
     assert_eq!((a.status, a.header("content-type")), (400, Some("application/problem+json")));
     let mut req = request(Operation::CreateCall, Some(&auth), &q, &serde_json::json!([1, 2]));
-    assert_eq!(send(&app, Operation::CreateCall, req).await.status, 400);
+    assert_eq!(send(&backend, Operation::CreateCall, req).await.status, 400);
     req = request(Operation::CreateCall, Some(&auth), &q, &create_call_body("ct"));
     req.headers_mut().insert("content-type", "text/plain".parse().unwrap());
-    assert_eq!(send(&app, Operation::CreateCall, req).await.status, 415);
+    assert_eq!(send(&backend, Operation::CreateCall, req).await.status, 415);
     let a = send(
-        &app,
+        &backend,
         Operation::CreateCall,
         request(Operation::CreateCall, Some(&auth), &[("workspace_id", "x")], &create_call_body("q")),
     )
@@ -230,8 +229,8 @@ async fn a_body_that_is_not_json_is_400_and_a_non_json_content_type_415() {
 #[tokio::test]
 async fn operation_a_errors_carry_success_false_and_a_message() {
     let t = Tables::new().await;
-    let app = app_with_event_fixtures(&t).await;
-    let a = read(handle(&app, Operation::SendCallData, event("send-call-data/invalid-body.json")).await);
+    let backend = app_with_event_fixtures(&t).await;
+    let a = read(handle(&backend, Operation::SendCallData, event("send-call-data/invalid-body.json")).await);
     assert_eq!(a.status, 422);
     assert_eq!(a.body["success"], false);
     assert!(a.body["message"].as_str().is_some_and(|m| !m.is_empty()));
@@ -246,8 +245,8 @@ async fn unreachable_dynamodb_is_503_with_retry_after_and_nothing_internal() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let dead = testkit::client_at(&format!("http://127.0.0.1:{port}")).await;
-    let app = Backend::new(t.config(&[]), dead);
-    let a = read(handle(&app, Operation::CreateCall, event("create-call/valid.json")).await);
+    let backend = Backend::new(t.config(&[]), dead);
+    let a = read(handle(&backend, Operation::CreateCall, event("create-call/valid.json")).await);
     assert_eq!((a.status, a.header("retry-after")), (503, Some("1")));
     let text = a.body.to_string();
     assert!(!text.contains("127.0.0.1") && !text.contains("dispatch"), "{text}");

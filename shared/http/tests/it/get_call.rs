@@ -23,11 +23,11 @@ fn bearer(token: &str) -> String {
 
 async fn post(f: &Fixture, key: &str, workspace: &str, body: &Value) -> Answer {
     let q = [("workspace_id", workspace), ("agent_remote_identifier", "desk")];
-    send(&f.app, Operation::CreateCall, request(Operation::CreateCall, Some(key), &q, body)).await
+    send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(key), &q, body)).await
 }
 
 async fn get(f: &Fixture, key: &str, id: Option<&str>, query: &[(&str, &str)], headers: &[(&str, &str)]) -> Answer {
-    send(&f.app, Endpoint::GetCall, get_request(id, Some(key), query, headers)).await
+    send(&f.backend, Endpoint::GetCall, get_request(id, Some(key), query, headers)).await
 }
 
 /// The answer without its request id, to compare two answers.
@@ -43,7 +43,7 @@ async fn a_call_reads_back_by_id_and_by_provider_call_id() {
     let created = post(&f, &f.key1, "1", &create_call_body("read-1")).await;
     assert_eq!(created.status, 201);
     let id = created.body["id"].as_u64().unwrap().to_string();
-    let stored = f.app.store().get_call(1, "read-1", false).await.unwrap().unwrap();
+    let stored = f.backend.store().get_call(1, "read-1", false).await.unwrap().unwrap();
 
     let by_id = get(&f, &f.key1, Some(&id), &[("workspace_id", "1")], &[]).await;
     assert_eq!(by_id.status, 200, "{}", by_id.body);
@@ -117,9 +117,9 @@ async fn another_workspaces_call_is_answered_as_a_missing_one() {
 async fn requests_are_checked_in_the_contracts_order() {
     let f = fixture().await;
     // 401 before anything else, with or without a query.
-    let a = send(&f.app, Endpoint::GetCall, get_request(Some("1"), None, &[], &[])).await;
+    let a = send(&f.backend, Endpoint::GetCall, get_request(Some("1"), None, &[], &[])).await;
     assert_eq!((a.status, a.header("www-authenticate")), (401, Some("Bearer")));
-    let a = send(&f.app, Endpoint::GetCall, get_request(Some("1"), Some("Bearer cik_nope"), &[], &[])).await;
+    let a = send(&f.backend, Endpoint::GetCall, get_request(Some("1"), Some("Bearer cik_nope"), &[], &[])).await;
     assert_eq!(a.status, 401);
     // Then the query: workspace_id is required, and so is a call.
     let a = get(&f, &f.key1, Some("1"), &[], &[]).await;
@@ -129,18 +129,18 @@ async fn requests_are_checked_in_the_contracts_order() {
     // Methods the paths do not serve: 405 with the methods they do.
     let mut r = get_request(Some("1"), Some(&f.key1), &[("workspace_id", "1")], &[]);
     *r.method_mut() = lambda_http::http::Method::PUT;
-    let a = send(&f.app, Endpoint::GetCall, r).await;
+    let a = send(&f.backend, Endpoint::GetCall, r).await;
     assert_eq!((a.status, a.header("allow")), (405, Some("GET, DELETE")));
     let mut r = request(Operation::CreateCall, Some(&f.key1), &[], &Value::Null);
     *r.method_mut() = lambda_http::http::Method::PUT;
-    let a = send(&f.app, Operation::CreateCall, r).await;
+    let a = send(&f.backend, Operation::CreateCall, r).await;
     assert_eq!((a.status, a.header("allow")), (405, Some("GET, POST")), "GET on that path is get-call's");
 }
 
 #[tokio::test]
 async fn scopes_decide_who_reads_and_who_sends() {
     let f = fixture().await;
-    let d = f.app.directory();
+    let d = f.backend.directory();
     post(&f, &f.key1, "1", &create_call_body("scoped")).await;
     let q = [("workspace_id", "1"), ("provider_call_id", "scoped")];
     let sender = d.create_api_key(1, "sender", Scopes::DEFAULT).await.unwrap();
@@ -154,13 +154,13 @@ async fn scopes_decide_who_reads_and_who_sends() {
     assert_eq!(a.status, 403);
     assert!(a.body["detail"].as_str().unwrap().contains("`send`"), "{}", a.body);
     let a = send(
-        &f.app,
+        &f.backend,
         Operation::SendCallData,
         request(Operation::SendCallData, Some(&bearer(&reader.token)), &[], &send_call_data_body("agt_x", "c")),
     )
     .await;
     assert_eq!((a.status, a.body["success"].as_bool()), (403, Some(false)));
-    assert!(f.app.store().get_call(1, "by-reader", false).await.unwrap().is_none(), "nothing written");
+    assert!(f.backend.store().get_call(1, "by-reader", false).await.unwrap().is_none(), "nothing written");
 
     // A key made before scopes existed (no `scopes` attribute) sends, and only sends.
     let old = d.create_api_key(1, "old", Scopes::DEFAULT).await.unwrap();
@@ -194,7 +194,7 @@ async fn etags_answer_304_until_the_call_changes() {
 
     for matching in [etag.clone(), etag.trim_start_matches("W/").to_owned(), format!("\"x\", {etag}"), "*".into()] {
         let response = call_ingest_http::handle(
-            &f.app,
+            &f.backend,
             Endpoint::GetCall,
             get_request(None, Some(&f.key1), &q, &[("if-none-match", &matching)]),
         )
@@ -245,11 +245,11 @@ async fn a_58_mb_call_reads_back_whole_compressed_and_is_refused_uncompressed_wi
     let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
     let mut r = request(Operation::CreateCall, Some(&f.key1), &q, &Value::Null);
     *r.body_mut() = lambda_http::Body::Binary(body.clone());
-    assert_eq!(send(&f.app, Operation::CreateCall, r).await.status, 201);
+    assert_eq!(send(&f.backend, Operation::CreateCall, r).await.status, 201);
 
     let q = [("workspace_id", "1"), ("provider_call_id", "big-read")];
     let response = call_ingest_http::handle(
-        &f.app,
+        &f.backend,
         Endpoint::GetCall,
         get_request(None, Some(&f.key1), &q, &[("accept-encoding", "gzip")]),
     )
@@ -258,7 +258,7 @@ async fn a_58_mb_call_reads_back_whole_compressed_and_is_refused_uncompressed_wi
     let carried = response.body().len().div_ceil(3) * 4;
     assert!(carried < 6 * 1024 * 1024, "{carried} bytes base64 fit Lambda's answer");
     let a = read(response);
-    let stored = f.app.store().get_call(1, "big-read", false).await.unwrap().unwrap();
+    let stored = f.backend.store().get_call(1, "big-read", false).await.unwrap().unwrap();
     assert_eq!(a.body["document"], stored.current.document_value(), "the whole document");
     let sent: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(
@@ -283,7 +283,7 @@ async fn read_in_ranges(
     loop {
         let mut r = request();
         r.headers_mut().insert("range", format!("bytes={}-", whole.len()).parse().unwrap());
-        let response = call_ingest_http::handle(&f.app, endpoint, r).await;
+        let response = call_ingest_http::handle(&f.backend, endpoint, r).await;
         assert_eq!(response.status(), 206);
         assert!(response.headers().get("content-encoding").is_none(), "ranges are of the identity bytes");
         assert!(response.body().len().div_ceil(3) * 4 < 6 * 1024 * 1024 - 4096, "a part fits Lambda's answer");
@@ -318,7 +318,7 @@ async fn the_largest_calls_read_back_whole_in_byte_ranges() {
     let mut r = request(Operation::CreateCall, Some(&f.key1), &q, &Value::Null);
     *r.body_mut() = lambda_http::Body::Binary(encoder.finish().unwrap());
     r.headers_mut().insert("content-encoding", "zstd".parse().unwrap());
-    let created = send(&f.app, Operation::CreateCall, r).await;
+    let created = send(&f.backend, Operation::CreateCall, r).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let id = created.body["id"].as_u64().unwrap().to_string();
 
@@ -331,7 +331,7 @@ async fn the_largest_calls_read_back_whole_in_byte_ranges() {
     let (bytes, parts) = read_in_ranges(&f, Endpoint::GetCall, by_id).await;
     assert!(parts >= 9, "{parts} parts of at most 3 MiB");
     let answer: Value = serde_json::from_slice(&bytes).unwrap();
-    let stored = f.app.store().get_call(1, "huge-read", false).await.unwrap().unwrap();
+    let stored = f.backend.store().get_call(1, "huge-read", false).await.unwrap().unwrap();
     assert_eq!(answer["document"], stored.current.document_value(), "the whole document");
 
     let raw = || {

@@ -7,8 +7,8 @@ mod compressed_bodies;
 mod credentials;
 mod events;
 mod get_call;
+mod list_revisions_raw_erase;
 mod openapi;
 mod rate_limits;
-mod reading;
 #[path = "../requests/mod.rs"]
 mod requests;

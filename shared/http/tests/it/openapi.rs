@@ -18,18 +18,18 @@ const OPENAPI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../openapi.yaml")
 const SEND_CALL_DATA: &str = "/v1/calls";
 const CREATE_CALL: &str = "/api/v1/public/call";
 
-/// Every operation of the document, with the endpoint (function) that answers it. A path's
-/// 405 is documented on the operation whose function answers the path's other methods.
-const OPERATIONS: [(Endpoint, &str, &str); 9] = [
-    (Endpoint::Ingest(Operation::SendCallData), SEND_CALL_DATA, "post"),
-    (Endpoint::Ingest(Operation::CreateCall), CREATE_CALL, "post"),
-    (Endpoint::GetCall, CREATE_CALL, "get"),
-    (Endpoint::GetCall, "/api/v1/public/call/{id}", "get"),
-    (Endpoint::EraseCall, "/api/v1/public/call/{id}", "delete"),
-    (Endpoint::ListCalls, "/api/v1/public/calls", "get"),
-    (Endpoint::CallRevisions, "/api/v1/public/call/{id}/revisions", "get"),
-    (Endpoint::CallRevisions, "/api/v1/public/call/{id}/revisions/{n}", "get"),
-    (Endpoint::GetRawCall, "/api/v1/public/call/{id}/raw", "get"),
+/// Every operation of the document: the endpoint (function) that answers it, and whether
+/// that function also answers the path's other methods (405, documented on this operation).
+const OPERATIONS: [(Endpoint, &str, &str, bool); 9] = [
+    (Endpoint::Ingest(Operation::SendCallData), SEND_CALL_DATA, "post", true),
+    (Endpoint::Ingest(Operation::CreateCall), CREATE_CALL, "post", true),
+    (Endpoint::GetCall, CREATE_CALL, "get", false),
+    (Endpoint::GetCall, "/api/v1/public/call/{id}", "get", true),
+    (Endpoint::EraseCall, "/api/v1/public/call/{id}", "delete", false),
+    (Endpoint::ListCalls, "/api/v1/public/calls", "get", true),
+    (Endpoint::CallRevisions, "/api/v1/public/call/{id}/revisions", "get", true),
+    (Endpoint::CallRevisions, "/api/v1/public/call/{id}/revisions/{n}", "get", true),
+    (Endpoint::GetRawCall, "/api/v1/public/call/{id}/raw", "get", true),
 ];
 
 fn document() -> Value {
@@ -187,34 +187,52 @@ fn responses<'a>(doc: &'a Value, path: &str, method: &str) -> &'a Map<String, Va
 }
 
 #[test]
-fn every_problem_of_the_catalogue_is_documented_where_it_can_be_answered() {
+fn every_problem_of_the_catalogue_is_documented_on_every_operation_that_can_answer_it() {
     let doc = document();
     let mut missing = Vec::new();
-    for kind in CATALOGUE {
-        let endpoints: BTreeSet<&str> = OPERATIONS.iter().map(|(e, ..)| e.as_str()).collect();
-        for endpoint in endpoints {
-            let operations: Vec<_> = OPERATIONS.iter().filter(|(e, ..)| e.as_str() == endpoint).collect();
-            if !(kind.answered_by)(operations[0].0) {
+    for (endpoint, path, method, other_methods) in OPERATIONS {
+        let responses = responses(&doc, path, method);
+        for kind in CATALOGUE.iter().filter(|k| (k.answered_by)(endpoint)) {
+            if kind.status == 405 && !other_methods {
                 continue;
             }
-            let status = kind.status.to_string();
-            if !operations.iter().any(|(_, path, method)| responses(&doc, path, method).contains_key(&status)) {
-                missing.push(format!("{status} {} on {endpoint}", kind.slug));
+            if !responses.contains_key(&kind.status.to_string()) {
+                missing.push(format!("{} {} on {method} {path}", kind.status, kind.slug));
             }
         }
     }
     assert!(missing.is_empty(), "problems the service answers but openapi.yaml does not document: {missing:?}");
 }
 
+/// The `type` slugs a documented response's examples show.
+fn example_slugs(doc: &Value, response: &Value) -> Vec<String> {
+    let content = &resolve(doc, response)["content"]["application/problem+json"];
+    let examples = content["examples"].as_object().into_iter().flatten().map(|(_, e)| &resolve(doc, e)["value"]);
+    std::iter::once(&content["example"])
+        .chain(examples)
+        .filter_map(|e| e["type"].as_str()?.strip_prefix("urn:call-ingest:problem:").map(str::to_owned))
+        .collect()
+}
+
 #[test]
-fn every_error_documented_is_one_the_catalogue_gives_its_operation() {
+fn every_error_documented_is_a_problem_of_the_catalogue_its_operation_answers() {
     let doc = document();
-    for (endpoint, path, method) in OPERATIONS {
-        for status in responses(&doc, path, method).keys().filter(|s| s.starts_with('4') || s.starts_with('5')) {
-            assert!(
-                CATALOGUE.iter().any(|k| k.status.to_string() == *status && (k.answered_by)(endpoint)),
-                "{method} {path} documents {status}, which no problem of {endpoint:?} has"
-            );
+    for (endpoint, path, method, other_methods) in OPERATIONS {
+        for (status, response) in responses(&doc, path, method).iter().filter(|(s, _)| s.starts_with(['4', '5'])) {
+            let kinds: Vec<_> = CATALOGUE
+                .iter()
+                .filter(|k| k.status.to_string() == *status && (k.answered_by)(endpoint))
+                .filter(|k| k.status != 405 || other_methods)
+                .collect();
+            assert!(!kinds.is_empty(), "{method} {path} documents {status}, which no problem of {endpoint:?} has");
+            let slugs = example_slugs(&doc, response);
+            assert!(!slugs.is_empty(), "{method} {path} {status}: no example shows its problem type");
+            for slug in slugs {
+                assert!(
+                    kinds.iter().any(|k| k.slug == slug),
+                    "{method} {path} {status}: example type {slug} is not a {status} problem of {endpoint:?}"
+                );
+            }
         }
     }
 }
@@ -222,7 +240,7 @@ fn every_error_documented_is_one_the_catalogue_gives_its_operation() {
 #[test]
 fn every_operation_documents_the_request_id_on_every_answer() {
     let doc = document();
-    for (_, path, method) in OPERATIONS {
+    for (_, path, method, _) in OPERATIONS {
         for (status, response) in responses(&doc, path, method) {
             assert!(resolve(&doc, response)["headers"].get("X-Request-Id").is_some(), "{method} {path} {status}");
         }

@@ -103,8 +103,8 @@ pub fn request(operation: Operation, auth: Option<&str>, query: &[(&str, &str)],
     request.with_query_string_parameters(params)
 }
 
-pub async fn send(app: &Backend, endpoint: impl Into<Endpoint>, request: Request<Body>) -> Answer {
-    read(handle(app, endpoint, request).await)
+pub async fn send(backend: &Backend, endpoint: impl Into<Endpoint>, request: Request<Body>) -> Answer {
+    read(handle(backend, endpoint, request).await)
 }
 
 /// A small valid operation B body.

@@ -3,4 +3,5 @@
 
 mod calls;
 mod calls_faults;
+mod limits;
 mod template;

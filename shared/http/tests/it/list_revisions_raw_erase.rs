@@ -28,7 +28,7 @@ async fn fixture() -> Fixture {
 /// Stores `body` under agent `agent` of `workspace` (create-call), answering its id.
 async fn post_as(f: &Fixture, key: &str, workspace: &str, agent: &str, body: &Value) -> u64 {
     let q = [("workspace_id", workspace), ("agent_remote_identifier", agent)];
-    let a = send(&f.app, Operation::CreateCall, request(Operation::CreateCall, Some(key), &q, body)).await;
+    let a = send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(key), &q, body)).await;
     assert!(matches!(a.status, 200 | 201), "{} {}", a.status, a.body);
     a.body["id"].as_u64().unwrap()
 }
@@ -42,7 +42,7 @@ fn call_at(call_id: &str, start: u64) -> Value {
 }
 
 async fn list(f: &Fixture, key: &str, query: &[(&str, &str)]) -> Answer {
-    send(&f.app, Endpoint::ListCalls, read_request(Method::GET, CALLS, &[], Some(key), query)).await
+    send(&f.backend, Endpoint::ListCalls, read_request(Method::GET, CALLS, &[], Some(key), query)).await
 }
 
 async fn at(f: &Fixture, endpoint: Endpoint, method: Method, path: &str, params: &[(&str, &str)], key: &str) -> Answer {
@@ -58,7 +58,7 @@ async fn at_with(
     key: &str,
     query: &[(&str, &str)],
 ) -> Answer {
-    send(&f.app, endpoint, read_request(method, path, params, Some(key), query)).await
+    send(&f.backend, endpoint, read_request(method, path, params, Some(key), query)).await
 }
 
 fn ids(page: &Answer) -> Vec<String> {
@@ -169,7 +169,7 @@ async fn a_cursor_is_refused_for_another_workspace_agent_range_or_when_altered()
     refused(&list(&f, &f.key1, &[("workspace_id", "1"), ("cursor", "not-a-cursor")]).await);
     refused(&list(&f, &f.key1, &[("workspace_id", "1"), ("cursor", &"A".repeat(5000))]).await);
     // Signed with another key (another deployment): refused too.
-    let other = f.t.app(&[("CURSOR_SECRET", "another-secret-of-at-least-32-characters")]);
+    let other = f.t.backend(&[("CURSOR_SECRET", "another-secret-of-at-least-32-characters")]);
     let a = send(
         &other,
         Endpoint::ListCalls,
@@ -186,11 +186,11 @@ async fn listings_filter_by_agent_and_start_and_list_calls_without_a_start_by_ar
     post_as(&f, &f.key1, "1", "phone", &call_at("p-1", 1_763_700_100)).await;
     post_as(&f, &f.key1, "1", "desk", &call_at("d-2", 1_763_700_200)).await;
     // Send Call Data without `startedAt`: no start time.
-    let desk = f.app.directory().list_agents(1).await.unwrap().into_iter().find(|a| a.remote_id == "desk").unwrap();
+    let desk = f.backend.directory().list_agents(1).await.unwrap().into_iter().find(|a| a.remote_id == "desk").unwrap();
     let mut no_start = send_call_data_body(&desk.id, "no-start");
     no_start.as_object_mut().unwrap().remove("startedAt");
     let r = request(Operation::SendCallData, Some(&f.key1), &[], &no_start);
-    assert_eq!(send(&f.app, Operation::SendCallData, r).await.status, 201);
+    assert_eq!(send(&f.backend, Operation::SendCallData, r).await.status, 201);
 
     // Revised with a start time (and through the other operation): it keeps its place, so
     // that a client paging meanwhile neither sees it twice nor misses it.
@@ -232,7 +232,7 @@ async fn listings_filter_by_agent_and_start_and_list_calls_without_a_start_by_ar
     let unknown = list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "nobody")]).await;
     assert_eq!((unknown.status, unknown.body["type"].as_str()), (404, Some("urn:call-ingest:problem:agent-not-found")));
     // An agent only another workspace has is not found either.
-    f.app.directory().create_agent(2, "theirs-only", None, None).await.unwrap();
+    f.backend.directory().create_agent(2, "theirs-only", None, None).await.unwrap();
     let theirs = list(&f, &f.key1, &[("workspace_id", "1"), ("agent_remote_identifier", "theirs-only")]).await;
     assert_eq!((theirs.status, theirs.body["detail"].clone()), (unknown.status, unknown.body["detail"].clone()));
     // Another workspace's listing is not ours to read (403).
@@ -256,7 +256,7 @@ async fn revisions_list_and_read_back_and_stay_in_their_workspace() {
     assert_eq!(a.status, 200, "{}", a.body);
     let listed = a.body["revisions"].as_array().unwrap();
     assert_eq!(listed.iter().map(|r| r["revision"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2, 3]);
-    let stored = f.app.store().get_call(1, "rev", true).await.unwrap().unwrap();
+    let stored = f.backend.store().get_call(1, "rev", true).await.unwrap().unwrap();
     assert_eq!(listed[0]["digest"], stored.revisions[0].digest.as_str());
     assert_eq!(listed[2]["digest"], stored.current.digest.as_str());
     assert!(listed
@@ -275,7 +275,7 @@ async fn revisions_list_and_read_back_and_stay_in_their_workspace() {
     let q = [("workspace_id", "1")];
     let mut r = read_request(Method::GET, one, &[("id", &id), ("n", "2")], Some(&f.key1), &q);
     r.headers_mut().insert("if-none-match", etag.parse().unwrap());
-    assert_eq!(send(&f.app, Endpoint::CallRevisions, r).await.status, 304);
+    assert_eq!(send(&f.backend, Endpoint::CallRevisions, r).await.status, 304);
     for n in ["4", "0", "x"] {
         let a = at(&f, Endpoint::CallRevisions, Method::GET, one, &[("id", &id), ("n", n)], &f.key1).await;
         assert_eq!(a.status, 404, "{n}");
@@ -311,7 +311,7 @@ async fn the_raw_body_comes_back_byte_for_byte_per_revision() {
     for body in [&first, &second] {
         let mut r = request(Operation::CreateCall, Some(&f.key1), &q, &Value::Null);
         *r.body_mut() = lambda_http::Body::Binary(body.clone());
-        let a = send(&f.app, Operation::CreateCall, r).await;
+        let a = send(&f.backend, Operation::CreateCall, r).await;
         assert!(matches!(a.status, 200 | 201), "{}", a.body);
         id = a.body["id"].as_u64().unwrap();
     }
@@ -319,13 +319,13 @@ async fn the_raw_body_comes_back_byte_for_byte_per_revision() {
     let raw = "/api/v1/public/call/{id}/raw";
     let fetch = |query: Vec<(&'static str, &'static str)>, key: String, headers: Vec<(&'static str, String)>| {
         let id = id.clone();
-        let app = &f.app;
+        let backend = &f.backend;
         async move {
             let mut r = read_request(Method::GET, raw, &[("id", &id)], Some(&key), &query);
             for (k, v) in headers {
                 r.headers_mut().insert(k, v.parse().unwrap());
             }
-            call_ingest_http::handle(app, Endpoint::GetRawCall, r).await
+            call_ingest_http::handle(backend, Endpoint::GetRawCall, r).await
         }
     };
     let current = fetch(vec![("workspace_id", "1")], f.key1.clone(), vec![]).await;
@@ -353,7 +353,7 @@ async fn the_raw_body_comes_back_byte_for_byte_per_revision() {
         &q,
     );
     r.headers_mut().insert("if-none-match", etag.parse().unwrap());
-    assert_eq!(send(&f.app, Endpoint::CallRevisions, r).await.status, 200);
+    assert_eq!(send(&f.backend, Endpoint::CallRevisions, r).await.status, 200);
     assert_eq!(fetch(vec![("workspace_id", "1"), ("revision", "3")], f.key1.clone(), vec![]).await.status(), 404);
     assert_eq!(fetch(vec![("workspace_id", "1"), ("revision", "zero")], f.key1.clone(), vec![]).await.status(), 422);
     let theirs = fetch(vec![("workspace_id", "2")], f.key2.clone(), vec![]).await;
@@ -372,7 +372,7 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
     let mut r = request(Operation::CreateCall, Some(&f.key1), &q, &Value::Null);
     *r.body_mut() = lambda_http::Body::Binary(big);
-    let id = send(&f.app, Operation::CreateCall, r).await.body["id"].as_u64().unwrap();
+    let id = send(&f.backend, Operation::CreateCall, r).await.body["id"].as_u64().unwrap();
     post_as(&f, &f.key1, "1", "desk", &call_at("erase-me", 1_763_700_000)).await;
     post_as(&f, &f.key1, "1", "desk", &call_at("keep-me", 1_763_700_000)).await;
     let id_text = id.to_string();
@@ -386,7 +386,7 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     let q2 = [("workspace_id", "2")];
     let theirs = at_with(&f, Endpoint::EraseCall, Method::DELETE, CALL, &[("id", &id_text)], &f.key2, &q2).await;
     assert_eq!((theirs.status, theirs.body["erased"].as_bool()), (200, Some(false)));
-    let reader = f.app.directory().create_api_key(1, "reader", Scopes::of([Scope::Read])).await.unwrap();
+    let reader = f.backend.directory().create_api_key(1, "reader", Scopes::of([Scope::Read])).await.unwrap();
     let reader = format!("Bearer {}", reader.token);
     let denied = at(&f, Endpoint::EraseCall, Method::DELETE, CALL, &[("id", &id_text)], &reader).await;
     assert_eq!(
@@ -427,7 +427,8 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     // The same provider call id again: a new call, with a new id; the old id stays gone.
     let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
     let body = call_at("erase-me", 1_763_700_000);
-    let resent = send(&f.app, Operation::CreateCall, request(Operation::CreateCall, Some(&f.key1), &q, &body)).await;
+    let resent =
+        send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(&f.key1), &q, &body)).await;
     assert_eq!((resent.status, resent.body["is_new"].as_bool()), (201, Some(true)));
     let new_id = resent.body["id"].as_u64().unwrap();
     assert_ne!(new_id, id);
@@ -442,7 +443,7 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
 async fn each_reader_needs_its_scope_and_answers_405_with_its_allow() {
     let f = fixture().await;
     let id = post_as(&f, &f.key1, "1", "desk", &call_at("scoped", 1_763_700_000)).await.to_string();
-    let d = f.app.directory();
+    let d = f.backend.directory();
     let sender = format!("Bearer {}", d.create_api_key(1, "s", Scopes::of([Scope::Send])).await.unwrap().token);
     let eraser = format!("Bearer {}", d.create_api_key(1, "e", Scopes::of([Scope::Erase])).await.unwrap().token);
     let cases = [
@@ -510,9 +511,9 @@ async fn calls_stored_before_the_listing_indexes_are_listed_after_a_reindex() {
         .await
         .unwrap();
     assert_eq!(ids(&list(&f, &f.key1, &[("workspace_id", "1")]).await), ["new-1"]);
-    assert_eq!(f.app.store().reindex().await.unwrap(), 1);
+    assert_eq!(f.backend.store().reindex().await.unwrap(), 1);
     assert_eq!(ids(&list(&f, &f.key1, &[("workspace_id", "1")]).await), ["new-1", "old-1"]);
     let desk = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
     assert_eq!(ids(&list(&f, &f.key1, &desk).await), ["new-1", "old-1"]);
-    assert_eq!(f.app.store().reindex().await.unwrap(), 0, "idempotent");
+    assert_eq!(f.backend.store().reindex().await.unwrap(), 0, "idempotent");
 }
