@@ -59,13 +59,20 @@ PREFIX = "com.amazonaws.dynamodb.v20120810#"
 MAX_ITEM_BYTES = 400 * 1024
 MAX_PARTITION_KEY_BYTES = 2048
 MAX_SORT_KEY_BYTES = 1024
+MAX_TRANSACTION_ITEMS = 100
+MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
+# Write units one partition key value takes a second, whatever the table's capacity mode.
+PARTITION_WRITE_UNITS = 1000
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 FAULTS = {
     "throttle", "provisioned", "internal", "gateway", "conflict", "cancel_conflict", "cancel_throttle",
     "cancel_condition", "invalid",
-    "not_found", "creating", "lost_reply", "late", "delay", "observe",
+    "not_found", "creating", "lost_reply", "late", "delay", "observe", "slowdown",
 }
+# What S3 answers (the rest of FAULTS are DynamoDB's own errors).
+S3_FAULTS = {"slowdown", "internal", "lost_reply", "late", "delay", "observe"}
 _SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
+_SIGV4_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
 
 
 def error(kind, message, status=400, **extra):
@@ -79,11 +86,30 @@ def validation(message):
     return error("ValidationException", message)
 
 
+def cancelled(n, item, code, message):
+    """A transaction of `n` items cancelled for item `item`, with one reason per item."""
+    at = min(item, max(n - 1, 0))
+    reasons = [{"Code": code, "Message": message} if i == at else {"Code": "None"} for i in range(n)]
+    listed = ", ".join(r["Code"] for r in reasons)
+    return 400, {
+        "__type": PREFIX + "TransactionCanceledException",
+        "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{listed}]",
+        "CancellationReasons": reasons,
+    }
+
+
 class Rule:
     def __init__(self, spec, rid):
         fault = spec.get("fault")
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; one of {sorted(FAULTS)}")
+        self.service = spec.get("service", "dynamodb")
+        if self.service not in ("dynamodb", "s3"):
+            raise ValueError(f"unknown service {self.service!r}; dynamodb or s3")
+        if self.service == "s3" and fault not in S3_FAULTS:
+            raise ValueError(f"S3 has no fault {fault!r}; one of {sorted(S3_FAULTS)}")
+        if self.service == "dynamodb" and fault == "slowdown":
+            raise ValueError("slowdown is S3's; DynamoDB throttles (throttle, provisioned)")
         self.id = rid
         self.fault = fault
         self.op = spec.get("op", "*")
@@ -97,9 +123,16 @@ class Rule:
         self.fired = 0
 
     def describe(self):
-        return {"id": self.id, "fault": self.fault, "op": self.op, "table": self.table, "fired": self.fired}
+        return {
+            "id": self.id, "service": self.service, "fault": self.fault, "op": self.op, "table": self.table,
+            "fired": self.fired,
+        }
 
-    def matches(self, op, tables, body):
+    def matches(self, op, tables, body, service="dynamodb"):
+        """`tables`: the tables a DynamoDB request names, or an S3 request's bucket; `body`:
+        a DynamoDB request's JSON, or an S3 request's path."""
+        if self.service != service:
+            return False
         if self.op != "*" and self.op != op:
             return False
         if self.table is not None and self.table not in tables:
@@ -223,6 +256,15 @@ class Fidelity:
 
     def check(self, op, request, region):
         """A refusal (status, body), or None."""
+        if op in ("TransactWriteItems", "TransactGetItems"):
+            entries = request.get("TransactItems", [])
+            if len(entries) > MAX_TRANSACTION_ITEMS:
+                return validation(
+                    "1 validation error detected: Value at 'transactItems' failed to satisfy constraint: "
+                    f"Member must have length less than or equal to {MAX_TRANSACTION_ITEMS}"
+                )
+            if sum(item_size(item) for _, item, whole in self.items_written(op, request) if whole) > MAX_TRANSACTION_BYTES:
+                return validation("Transaction request cannot be larger than 4 MB")
         for table, item, whole in self.items_written(op, request):
             problem = self.check_keys(region, table, item)
             if problem:
@@ -293,6 +335,48 @@ class Fidelity:
             yield request["ExpressionAttributeValues"]
 
 
+class Throughput:
+    """DynamoDB's per-partition limit on writes: about 1,000 write units a second for one
+    partition key value (a unit per KB of an item written, two in a transaction), whatever
+    the table's capacity mode. moto has none. Counted in whole seconds."""
+
+    def __init__(self, key_names, clock=time.time):
+        self.key_names = key_names
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.used = {}  # (table, partition key value) -> (second, units)
+
+    def writes(self, op, request, region):
+        """(table, partition key value, write units) of every item `request` writes."""
+        if op not in WRITES:
+            return
+        factor = 2 if op == "TransactWriteItems" else 1
+        for table, item, whole in Fidelity.items_written(op, request):
+            hashes, _ = self.key_names(region, table)
+            if hashes and hashes[0] in item:
+                units = max(1, -(-item_size(item) // 1024)) if whole else 1
+                yield table, json.dumps(item[hashes[0]], sort_keys=True), units * factor
+
+    def admit(self, op, request, region, limit=PARTITION_WRITE_UNITS):
+        """Whether the writes fit this second's units of their partitions (then they are
+        counted); a request that does not fit is refused whole and counts nothing."""
+        wanted = {}
+        for table, partition, units in self.writes(op, request, region):
+            wanted[(table, partition)] = wanted.get((table, partition), 0) + units
+        if not wanted:
+            return True
+        now = int(self.clock())
+        with self.lock:
+            used = {k: (self.used[k][1] if self.used.get(k, (None,))[0] == now else 0) for k in wanted}
+            if any(used[k] + units > limit for k, units in wanted.items()):
+                return False
+            for k, units in wanted.items():
+                self.used[k] = (now, used[k] + units)
+            if len(self.used) > 100_000:
+                self.used = {k: v for k, v in self.used.items() if v[0] == now}
+        return True
+
+
 class FaultLayer:
     """WSGI middleware: control endpoints, fidelity checks and faults around `app`.
 
@@ -303,6 +387,7 @@ class FaultLayer:
     def __init__(self, app, key_names):
         self.app = app
         self.fidelity = Fidelity(key_names)
+        self.throughput = Throughput(key_names)
         self.lock = threading.Lock()
         self.rules = []
         self.next_id = 1
@@ -342,12 +427,13 @@ class FaultLayer:
                 return 200, {}
         return 404, {"error": f"no control endpoint {method} {path}"}
 
-    def pick(self, op, tables, body):
+    def pick(self, op, tables, body, service="dynamodb"):
         with self.lock:
             for rule in self.rules:
-                if rule.matches(op, tables, body) and rule.fire(self.rng):
+                if rule.matches(op, tables, body, service) and rule.fire(self.rng):
                     rule.fired += 1
-                    self.injected[rule.fault] = self.injected.get(rule.fault, 0) + 1
+                    kind = rule.fault if rule.service == "dynamodb" else f"{rule.service} {rule.fault}"
+                    self.injected[kind] = self.injected.get(kind, 0) + 1
                     return rule
         return None
 
@@ -357,6 +443,8 @@ class FaultLayer:
             status, answer = self.control(environ)
             return respond(start_response, status, answer, content_type="application/json")
         target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if service_of(environ) == "s3":
+            return self.s3(environ, start_response)
         if not target.startswith("DynamoDB_20120810."):
             return self.app(environ, start_response)
         op = target.split(".", 1)[1]
@@ -372,10 +460,35 @@ class FaultLayer:
                 reason = refusal[1]["message"].split(".")[0][:60]
                 self.refused[reason] = self.refused.get(reason, 0) + 1
             return respond(start_response, *refusal)
+        if not self.throughput.admit(op, request, region):
+            with self.lock:
+                self.refused["partition throughput"] = self.refused.get("partition throughput", 0) + 1
+            if op == "TransactWriteItems":
+                return respond(start_response, *cancelled(len(request.get("TransactItems", [])), 0, "ThrottlingError",
+                                                          "Throughput exceeds the current capacity of your table or index."))
+            return respond(start_response, *error(
+                "ProvisionedThroughputExceededException",
+                "Throughput exceeds the current capacity of your table or index. DynamoDB is automatically scaling "
+                "your table or index so please try again shortly.",
+            ))
         rule = self.pick(op, tables_named(op, request), body.decode("utf-8", "replace"))
         if rule is None:
             return self.forward(environ, start_response, body)
         return self.inject(rule, op, request, environ, start_response, body)
+
+    def s3(self, environ, start_response):
+        """An S3 request (path-style): faults by operation, bucket and key."""
+        body = read_body(environ)
+        path = environ.get("PATH_INFO", "")
+        bucket = path.lstrip("/").split("/", 1)[0]
+        rule = self.pick(s3_operation(environ), {bucket}, path, service="s3")
+        if rule is None:
+            return self.forward(environ, start_response, body)
+        if rule.fault == "slowdown":
+            return s3_error(start_response, 503, "SlowDown", "Please reduce your request rate.")
+        if rule.fault == "internal":
+            return s3_error(start_response, 500, "InternalError", "We encountered an internal error. Please try again.")
+        return self.inject(rule, "", {}, environ, start_response, body)
 
     def inject(self, rule, op, request, environ, start_response, body):
         f = rule.fault
@@ -404,15 +517,7 @@ class FaultLayer:
                 "cancel_condition": ("ConditionalCheckFailed", "The conditional request failed"),
                 "cancel_throttle": ("ThrottlingError", "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please try again shortly."),
             }[f]
-            at = min(rule.item, max(n - 1, 0))
-            reasons = [{"Code": code, "Message": message} if i == at else {"Code": "None"} for i in range(n)]
-            listed = ", ".join(r["Code"] for r in reasons)
-            status, answer = 400, {
-                "__type": PREFIX + "TransactionCanceledException",
-                "Message": f"Transaction cancelled, please refer cancellation reasons for specific reasons [{listed}]",
-                "CancellationReasons": reasons,
-            }
-            return respond(start_response, status, answer)
+            return respond(start_response, *cancelled(n, rule.item, code, message))
         if f == "not_found":
             return respond(start_response, *error("ResourceNotFoundException", "Requested resource not found"))
         if f == "creating":
@@ -487,6 +592,41 @@ def respond(start_response, status, answer, content_type="application/x-amz-json
         f"{status} {reason}",
         [("Content-Type", content_type), ("Content-Length", str(len(data))), ("x-amzn-RequestId", "fault-layer")],
     )
+    return [data]
+
+
+def service_of(environ):
+    """The service a SigV4-signed request is for (`dynamodb`, `s3`, ...)."""
+    m = _SIGV4_SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return m.group(1) if m else ""
+
+
+def s3_operation(environ):
+    """The S3 operation of a path-style request, by its method, key and query."""
+    method = environ["REQUEST_METHOD"]
+    path = environ.get("PATH_INFO", "").lstrip("/")
+    query = environ.get("QUERY_STRING", "")
+    has_key = "/" in path and path.split("/", 1)[1] != ""
+    if not has_key:
+        return {"PUT": "CreateBucket", "DELETE": "DeleteBucket", "HEAD": "HeadBucket"}.get(
+            method, "DeleteObjects" if "delete" in query else "ListObjectsV2")
+    if method == "PUT":
+        if "HTTP_X_AMZ_COPY_SOURCE" in environ:
+            return "CopyObject"
+        return "UploadPart" if "partNumber=" in query else "PutObject"
+    if method == "POST":
+        return "CompleteMultipartUpload" if "uploadId=" in query else "CreateMultipartUpload"
+    return {"GET": "GetObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}.get(method, method)
+
+
+def s3_error(start_response, status, code, message):
+    """An error answer as S3 sends it: XML, with a request id."""
+    data = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+            f'<RequestId>fault-layer</RequestId></Error>').encode()
+    reason = {500: "Internal Server Error", 503: "Slow Down"}.get(status, "")
+    start_response(f"{status} {reason}", [
+        ("Content-Type", "application/xml"), ("Content-Length", str(len(data))), ("x-amz-request-id", "fault-layer"),
+    ])
     return [data]
 
 

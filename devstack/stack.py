@@ -143,6 +143,8 @@ class Stack:
         tag = f"{os.getpid()}-{int(time.time())}"
         self.env.update({
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb,
+            # moto serves S3 on the same port (the fault layer passes it through).
+            "AWS_ENDPOINT_URL_S3": self.dynamodb, "FRAMES_BUCKET": f"frames-{tag}",
             "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
             "CALLS_TABLE": f"calls-{tag}", "DIRECTORY_TABLE": f"directory-{tag}",
             "CURSOR_SECRET": self.env.get("CURSOR_SECRET") or os.urandom(32).hex(),

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""`make chaos`: the HTTP API under random DynamoDB faults, with several instances per
-function, then a check of every promise with faults off.
+"""`make chaos`: the HTTP API under random DynamoDB and S3 faults, with several instances
+per function, then a check of every promise with faults off.
 
     chaos.py [--seconds 120] [--seed N] [--workers 12] [--instances 8]
 
-Clients submit small calls and chunked calls (about 1.8 MB), replays of the same content
+Clients submit small calls and large calls (about 1.8 MB, frames in S3), replays of the same content
 and concurrent revisions, and retry like real ones: on a network error, 408, 429 or 5xx,
 up to 4 attempts with backoff (honouring Retry-After). The fault layer answers
 throttling, internal errors, transaction conflicts and cancellations, drops replies of
@@ -39,6 +39,13 @@ FAULTS = [
     ("late", "PutItem", 0.01),
     ("delay", "PutItem", 0.01),
     ("delay", "TransactWriteItems", 0.01),
+]
+# S3's, on the frames of large calls: (fault, operation, rate).
+S3_FAULTS = [
+    ("slowdown", "PutObject", 0.05),
+    ("internal", "PutObject", 0.02),
+    ("lost_reply", "PutObject", 0.03),
+    ("delay", "PutObject", 0.01),
 ]
 RETRYABLE = {408, 429, 500, 502, 503, 504}
 ATTEMPTS = 4
@@ -183,6 +190,9 @@ def run(stack, seconds, seed, workers, out=sys.stdout):
     stack.ctl("workspace", "limit", "--id", stack.dev["workspace_id"], "--per-second", 1000)
     for fault, op, rate in FAULTS:
         stack.faults.add({"op": op, "fault": fault, "rate": rate, "table": stack.calls_table, "seconds": 3.5})
+    for fault, op, rate in S3_FAULTS:
+        stack.faults.add({"service": "s3", "op": op, "fault": fault, "rate": rate,
+                          "table": stack.env["FRAMES_BUCKET"], "seconds": 3.5})
     started = time.time()
     try:
         log = drive(stack, workload, seconds, seed, workers)

@@ -71,22 +71,25 @@ async fn main() -> ExitCode {
     }
 }
 
-/// A DynamoDB client through aws-config's whole provider chain (environment, profiles,
-/// SSO, ...), as an operator's machine needs, with the functions' HTTP client, timeouts
-/// and retries.
-async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
+/// DynamoDB and S3 clients through aws-config's whole provider chain (environment,
+/// profiles, SSO, ...), as an operator's machine needs, with the functions' HTTP client,
+/// timeouts and retries. A local S3 (an endpoint URL set) is addressed path-style.
+async fn clients() -> (aws_sdk_dynamodb::Client, aws_sdk_s3::Client) {
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(config::http_client())
         .timeout_config(config::timeouts())
         .retry_config(config::retries())
         .load()
         .await;
-    aws_sdk_dynamodb::Client::new(&sdk)
+    let local = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].iter().any(|v| std::env::var_os(v).is_some());
+    let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(local).build();
+    (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_s3::Client::from_conf(s3))
 }
 
 async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let backend = Backend::new(config, dynamodb_client().await);
+    let (dynamodb, s3) = clients().await;
+    let backend = Backend::new(config, dynamodb, s3);
     // Without a region the SDK fails every request with a long construction error; say
     // what is missing instead.
     if backend.store().client().config().region().is_none() {

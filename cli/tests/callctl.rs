@@ -13,6 +13,9 @@ use serde_json::Value;
 
 use testkit::Tables;
 
+/// The frames' bucket every callctl here uses (`tables create` makes it).
+const FRAMES: &str = "callctl-frames";
+
 /// A Create Call body with white space, key order and an unknown field of its own, so
 /// that only the exact bytes compare equal to it.
 const BODY: &str = r#"{
@@ -53,6 +56,8 @@ impl Callctl {
             .env("CALLS_TABLE", &self.calls)
             .env("DIRECTORY_TABLE", &self.directory)
             .env("AWS_ENDPOINT_URL_DYNAMODB", testkit::endpoint())
+            .env("AWS_ENDPOINT_URL_S3", testkit::endpoint())
+            .env("FRAMES_BUCKET", FRAMES)
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -131,12 +136,20 @@ async fn operator_workflow_end_to_end() {
 
     // Tables: created once, then found.
     let first = cli.ok(&["tables", "create"]);
-    assert_eq!(first.matches("created").count(), 2, "{first}");
+    for table in [&calls, &directory] {
+        assert!(first.contains(&format!(" {table}: created")), "{first}");
+    }
+    // The bucket is shared by these tests: whichever ran first created it.
+    assert!(first.contains(&format!("frames bucket {FRAMES}: ")), "{first}");
     let again = cli.json(&["tables", "create"]);
     assert_eq!(again["calls"]["status"], "exists");
     assert_eq!(again["directory"]["status"], "exists");
+    assert_eq!(again["frames"]["status"], "exists");
+    let moved = cli.json(&["tables", "move-frames"]);
+    assert_eq!((moved["moved"].as_u64(), moved["bucket"].as_str()), (Some(0), Some(FRAMES)));
     assert_eq!(again["calls"]["table"], calls.as_str());
-    let tables = Tables { client: testkit::client().await, calls, directory };
+    let tables =
+        Tables { client: testkit::client().await, calls, directory, s3: testkit::s3_client(), bucket: FRAMES.into() };
 
     // Workspace, agent, key.
     let workspace = cli.json(&["workspace", "create", "--name", "Acme"]);
@@ -383,7 +396,9 @@ async fn tenant_strings_cannot_drive_the_operators_terminal() {
     // An OSC 52 clipboard write, a bell, a right-to-left override and a forged line.
     let call_id = "call\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{202e}gpj.exe\nforged";
     let (doc, raw) = testkit::small_call(call_id, "x");
-    let store = call_ingest_store::calls::Store::new(testkit::client().await, calls.clone(), 10);
+    // A small call: its frame stays inline, so the bucket is never used.
+    let frames = call_ingest_store::calls::Frames::new(testkit::s3_client(), FRAMES);
+    let store = call_ingest_store::calls::Store::new(testkit::client().await, frames, calls.clone(), 10);
     store.put_call(Owner { workspace_id: ws, agent_id: str_of(&agent, "id") }, &doc, &raw).await.expect("stored");
     for args in [vec!["call", "list", "--workspace", &ws.to_string()], vec!["call", "get", "--id", "1"]] {
         let text = cli.ok(&args);
@@ -392,5 +407,7 @@ async fn tenant_strings_cannot_drive_the_operators_terminal() {
     }
     let json = cli.json(&["call", "get", "--id", "1"]);
     assert_eq!(json["call_id"], call_id, "--json keeps the value as it is");
-    Tables { client: testkit::client().await, calls, directory }.delete().await;
+    Tables { client: testkit::client().await, calls, directory, s3: testkit::s3_client(), bucket: FRAMES.into() }
+        .delete()
+        .await;
 }

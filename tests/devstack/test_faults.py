@@ -3,6 +3,7 @@ faults in DynamoDB's wire shapes (boto3 parses them as it parses DynamoDB's)."""
 import json
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import boto3
@@ -103,3 +104,109 @@ def test_a_lost_reply_is_applied_but_never_answered(endpoint, db):
     with pytest.raises(Exception):
         db.put_item(TableName="t", Item=key("lost"))
     assert db.get_item(TableName="t", Key=key("lost"))["Item"] == key("lost")
+
+
+@pytest.fixture(scope="module")
+def s3(endpoint):
+    c = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="x",
+                     aws_secret_access_key="x",
+                     config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard", "total_max_attempts": 1}))
+    c.create_bucket(Bucket="bucket-b")
+    return c
+
+
+def test_s3_is_served_on_the_same_port_and_its_faults_touch_only_s3(endpoint, db, s3):
+    control(endpoint, "POST", "/_faults/rules", {"service": "s3", "op": "PutObject", "fault": "slowdown",
+                                                  "table": "bucket-b"})
+    db.put_item(TableName="t", Item=key("untouched"))  # an S3 rule never fires on DynamoDB
+    assert refused(lambda: s3.put_object(Bucket="bucket-b", Key="k", Body=b"x"))[0] == "SlowDown"
+    s3.put_object(Bucket="bucket-b", Key="k", Body=b"x")
+    assert s3.get_object(Bucket="bucket-b", Key="k")["Body"].read() == b"x"
+    control(endpoint, "POST", "/_faults/rules", {"service": "s3", "op": "GetObject", "fault": "internal",
+                                                  "table": "bucket-b"})
+    assert refused(lambda: s3.get_object(Bucket="bucket-b", Key="k"))[0] == "InternalError"
+    # A DynamoDB rule on every operation never fires on S3.
+    control(endpoint, "POST", "/_faults/rules", {"op": "*", "fault": "throttle", "table": "bucket-b", "times": 5})
+    assert s3.get_object(Bucket="bucket-b", Key="k")["Body"].read() == b"x"
+    control(endpoint, "DELETE", "/_faults/rules", {"table": "bucket-b"})
+
+
+def test_an_s3_put_whose_reply_is_lost_is_applied(endpoint, s3):
+    control(endpoint, "POST", "/_faults/rules", {"service": "s3", "op": "PutObject", "fault": "lost_reply",
+                                                  "table": "bucket-b"})
+    with pytest.raises(Exception):
+        s3.put_object(Bucket="bucket-b", Key="lost", Body=b"y")
+    assert s3.get_object(Bucket="bucket-b", Key="lost")["Body"].read() == b"y"
+
+
+def test_s3_rules_name_s3_faults_only(endpoint):
+    for spec in [{"service": "s3", "fault": "throttle"}, {"fault": "slowdown"}, {"service": "sqs", "fault": "delay"}]:
+        r = urllib.request.Request(endpoint + "/_faults/rules", method="POST", data=json.dumps(spec).encode())
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(r)
+        assert e.value.code == 400, spec
+
+
+@pytest.mark.parametrize("method,path,query,headers,op", [
+    ("PUT", "/b/k", "", {}, "PutObject"),
+    ("PUT", "/b/k", "", {"HTTP_X_AMZ_COPY_SOURCE": "/b/j"}, "CopyObject"),
+    ("PUT", "/b/k", "partNumber=1&uploadId=u", {}, "UploadPart"),
+    ("PUT", "/b", "", {}, "CreateBucket"),
+    ("GET", "/b/k", "", {}, "GetObject"),
+    ("GET", "/b", "list-type=2&prefix=frames", {}, "ListObjectsV2"),
+    ("HEAD", "/b/k", "", {}, "HeadObject"),
+    ("DELETE", "/b/k", "", {}, "DeleteObject"),
+    ("POST", "/b", "delete", {}, "DeleteObjects"),
+])
+def test_s3_operations_are_named_as_aws_names_them(method, path, query, headers, op):
+    from devstack.faults import s3_operation
+    assert s3_operation({"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, **headers}) == op
+
+
+def test_transactions_over_100_items_or_4_mb_are_refused(db):
+    many = [{"Put": {"TableName": "t", "Item": key("many", str(i))}} for i in range(101)]
+    code, message = refused(lambda: db.transact_write_items(TransactItems=many))
+    assert code == "ValidationException" and "100" in message
+    big = [{"Put": {"TableName": "t", "Item": {**key(f"big{i}"), "b": {"B": b"x" * 390_000}}}} for i in range(11)]
+    assert refused(lambda: db.transact_write_items(TransactItems=big)) == (
+        "ValidationException", "Transaction request cannot be larger than 4 MB")
+    db.transact_write_items(TransactItems=big[:10])  # 3.9 MB: taken
+
+
+def held_throughput():
+    from devstack.faults import Throughput
+    return Throughput(lambda region, table: (["pk"], ["sk"]), clock=lambda: 1_900_000_000.5)
+
+
+def put(pk, kb):
+    return {"TableName": "t", "Item": {"pk": {"S": pk}, "sk": {"S": "x"}, "b": {"S": "x" * (kb * 1024 - 20)}}}
+
+
+def test_one_partition_takes_about_1000_write_units_a_second_and_others_are_not_held_back():
+    t = held_throughput()
+    assert t.admit("PutItem", put("hot", 390), "us-east-1")
+    assert t.admit("PutItem", put("hot", 390), "us-east-1")
+    assert not t.admit("PutItem", put("hot", 390), "us-east-1"), "1,170 units in one second"
+    assert t.admit("PutItem", put("cold", 390), "us-east-1"), "another partition has its own"
+    assert t.admit("PutItem", put("hot", 200), "us-east-1"), "a refused write counted nothing"
+
+
+def test_a_transaction_costs_two_units_a_kb_and_is_refused_whole():
+    t = held_throughput()
+    items = [{"Put": put("hot", 300)}, {"Put": put("other", 1)}]
+    request = {"TransactItems": items}
+    assert t.admit("TransactWriteItems", request, "us-east-1")  # 600 + 2 units
+    assert not t.admit("TransactWriteItems", request, "us-east-1"), "1,200 units on hot"
+    assert t.admit("PutItem", put("other", 990), "us-east-1"), "the refused transaction counted nothing on other"
+
+
+def test_a_hot_partition_is_throttled_through_the_server(db):
+    # Whole seconds: a burst that straddles two may pass; three bursts cannot all straddle.
+    for _ in range(3):
+        try:
+            for _ in range(4):
+                db.put_item(TableName="t", Item={**key("hot-server"), "b": {"B": b"x" * 390_000}})
+        except ClientError as e:
+            assert e.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+            return
+    raise AssertionError("four 390 KB writes a second to one partition were all taken")

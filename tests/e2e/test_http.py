@@ -55,7 +55,7 @@ def test_several_instances_serve_requests_at_the_same_time(stack):
     assert elapsed < 5, f"8 requests took {elapsed:.1f} s: not served concurrently"
 
 
-def test_concurrent_first_submissions_of_a_chunked_call_give_one_id_and_one_new(stack):
+def test_concurrent_first_submissions_of_a_large_call_give_one_id_and_one_new(stack):
     body = json.loads(stack.callgen("--bytes", 1_800_000, "--seed", 9))
     body["call_id"] = unique("big-race")
     raw = json.dumps(body).encode()

@@ -127,7 +127,7 @@ def test_revisions_raw_bodies_and_erasing_over_http(stack):
     assert raw.status == 200 and raw.raw == raw1, "byte for byte as sent"
     zipped = t.call("GET", f"/call/{call_id}/raw?revision=1", headers={"Accept-Encoding": "gzip"})
     assert zipped.headers.get("content-encoding") == "gzip" and gzip.decompress(zipped.raw) == raw1
-    # A large call (its body in chunks) of the same workspace.
+    # A large call (its frame in S3) of the same workspace.
     big = json.loads(stack.callgen("--bytes", 2_500_000, "--seed", 7))
     big["call_id"] = "e-big"
     big_id = t.post(big).body["id"]

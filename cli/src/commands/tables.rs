@@ -1,5 +1,7 @@
-//! `callctl tables create`: both tables, from the one definition in call-ingest-store;
-//! `callctl tables reindex`: calls stored before the listing indexes, listed.
+//! `callctl tables create`: both tables, from the one definition in call-ingest-store, and
+//! the frames' bucket;
+//! `callctl tables reindex`: calls stored before the listing indexes, listed;
+//! `callctl tables move-frames`: frames kept in chunk items, moved to S3.
 
 use anyhow::Context;
 use call_ingest_store::calls::tables::{self, TableDef};
@@ -12,11 +14,14 @@ use crate::output::Output;
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Creates the Calls and Directory tables (named by CALLS_TABLE and DIRECTORY_TABLE)
-    /// unless they exist; safe to run again.
+    /// and the frames' bucket (FRAMES_BUCKET) unless they exist; safe to run again.
     Create,
     /// Lists calls stored before the listing indexes existed (sets their listing
     /// attributes); safe to run again.
     Reindex,
+    /// Moves the frames of calls stored before frames moved to S3 (chunk items) to the
+    /// frames' bucket (FRAMES_BUCKET); safe to run again and alongside traffic.
+    MoveFrames,
 }
 
 impl Command {
@@ -25,16 +30,29 @@ impl Command {
             Command::Create => {
                 let calls = create(backend, &tables::CALLS, &backend.config.calls_table).await?;
                 let directory = create(backend, &tables::DIRECTORY, &backend.config.directory_table).await?;
+                let bucket = &backend.config.frames_bucket;
+                let frames = match backend.store().frames().create_bucket().await {
+                    Ok(true) => "created",
+                    Ok(false) => "exists",
+                    Err(e) => return Err(e).with_context(|| format!("cannot create bucket {bucket}")),
+                };
                 let value = json!({
                     "calls": {"table": backend.config.calls_table, "status": calls},
                     "directory": {"table": backend.config.directory_table, "status": directory},
+                    "frames": {"bucket": bucket, "status": frames},
                 });
                 out.show(&value, || {
                     format!(
-                        "calls table {}: {calls}\ndirectory table {}: {directory}\n",
+                        "calls table {}: {calls}\ndirectory table {}: {directory}\nframes bucket {bucket}: {frames}\n",
                         backend.config.calls_table, backend.config.directory_table
                     )
                 })?;
+                Ok(())
+            }
+            Command::MoveFrames => {
+                let moved = backend.store().move_chunks_to_s3().await.context("cannot move the frames")?;
+                let value = json!({"table": backend.config.calls_table, "bucket": backend.config.frames_bucket, "moved": moved});
+                out.show(&value, || format!("frames moved to S3: {moved}\n"))?;
                 Ok(())
             }
             Command::Reindex => {

@@ -1,10 +1,10 @@
-//! What a function instance (or `callctl`) holds across requests: configuration and the two
-//! tables.
+//! What a function instance (or `callctl`) holds across requests: configuration, the two
+//! tables and the frames' bucket.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::calls::Store;
+use crate::calls::{Frames, Store};
 use crate::config::{Config, ConfigError, EnvClient};
 use crate::directory::Directory;
 
@@ -20,9 +20,9 @@ struct Tables {
     directory: Directory,
 }
 
-/// Where the DynamoDB client comes from.
+/// Where the DynamoDB and S3 clients come from.
 enum Source {
-    Ready(aws_sdk_dynamodb::Client),
+    Ready(aws_sdk_dynamodb::Client, aws_sdk_s3::Client),
     /// Settings read from the environment at start-up; the client (and its TLS trust
     /// store, a few milliseconds of certificate parsing) is built on first use.
     Env(EnvClient),
@@ -35,9 +35,9 @@ impl std::fmt::Debug for Backend {
 }
 
 impl Backend {
-    /// An instance over an existing DynamoDB client.
-    pub fn new(config: Config, client: aws_sdk_dynamodb::Client) -> Self {
-        Backend { config, tables: OnceLock::new(), client: Source::Ready(client) }
+    /// An instance over existing DynamoDB and S3 clients.
+    pub fn new(config: Config, client: aws_sdk_dynamodb::Client, s3: aws_sdk_s3::Client) -> Self {
+        Backend { config, tables: OnceLock::new(), client: Source::Ready(client, s3) }
     }
 
     /// An instance over `config`, with the client's settings read from the environment. The
@@ -48,12 +48,13 @@ impl Backend {
 
     fn tables(&self) -> &Tables {
         self.tables.get_or_init(|| {
-            let client = match &self.client {
-                Source::Ready(client) => client.clone(),
-                Source::Env(env) => env.client(),
+            let (client, s3) = match &self.client {
+                Source::Ready(client, s3) => (client.clone(), s3.clone()),
+                Source::Env(env) => (env.client(), env.s3_client()),
             };
+            let frames = Frames::new(s3, self.config.frames_bucket.clone());
             Tables {
-                store: Store::new(client.clone(), self.config.calls_table.clone(), self.config.id_block_size),
+                store: Store::new(client.clone(), frames, self.config.calls_table.clone(), self.config.id_block_size),
                 directory: Directory::new(client, self.config.directory_table.clone(), self.config.cache_ttl),
             }
         })

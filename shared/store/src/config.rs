@@ -15,6 +15,9 @@ pub struct Config {
     pub calls_table: String,
     /// `DIRECTORY_TABLE` (default `directory`).
     pub directory_table: String,
+    /// `FRAMES_BUCKET` (default `call-ingest-frames`): the S3 bucket of the frames too large
+    /// to keep inline.
+    pub frames_bucket: String,
     /// `ID_BLOCK_SIZE`: internal ids reserved per counter update (default 100).
     pub id_block_size: u64,
     /// `DIRECTORY_CACHE_TTL_SECS`: how long a credential or agent stays cached (default
@@ -97,6 +100,7 @@ impl Config {
         Ok(Config {
             calls_table: get("CALLS_TABLE").unwrap_or_else(|| "calls".to_owned()),
             directory_table: get("DIRECTORY_TABLE").unwrap_or_else(|| "directory".to_owned()),
+            frames_bucket: get("FRAMES_BUCKET").unwrap_or_else(|| "call-ingest-frames".to_owned()),
             id_block_size: number("ID_BLOCK_SIZE", 100, 1, 1_000_000)?,
             cache_ttl: Duration::from_secs(number("DIRECTORY_CACHE_TTL_SECS", 60, 0, 60)?),
             max_body_bytes: number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES as u64, 1, 64 << 20)? as usize,
@@ -163,9 +167,26 @@ pub fn dynamodb_client_with(
     aws_sdk_dynamodb::Client::from_conf(builder.build())
 }
 
-/// The functions' DynamoDB settings, from the environment Lambda provides: `AWS_REGION`,
+/// An S3 client for `endpoint` (a local server, addressed path-style: `<bucket>.127.0.0.1`
+/// does not resolve) or AWS's, with the same HTTP client, timeouts and retries as DynamoDB's.
+pub fn s3_client_with(endpoint: Option<&str>, region: &str, credentials: Credentials) -> aws_sdk_s3::Client {
+    let mut builder = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new(region.to_owned()))
+        .credentials_provider(credentials)
+        .http_client(http_client())
+        .timeout_config(timeouts())
+        .retry_config(retries());
+    if let Some(endpoint) = endpoint {
+        builder = builder.endpoint_url(endpoint).force_path_style(true);
+    }
+    aws_sdk_s3::Client::from_conf(builder.build())
+}
+
+/// The functions' AWS settings, from the environment Lambda provides: `AWS_REGION`,
 /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, and optionally
-/// `AWS_ENDPOINT_URL_DYNAMODB` for a local server. Not aws-config's whole provider chain
+/// `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) for a
+/// local server. Not aws-config's whole provider chain
 /// (profiles, SSO, STS): the functions never need it, and it would be a third of their
 /// binary. `callctl` uses that chain instead.
 #[derive(Debug, Clone)]
@@ -173,6 +194,7 @@ pub struct EnvClient {
     region: String,
     credentials: Credentials,
     endpoint: Option<String>,
+    s3_endpoint: Option<String>,
 }
 
 impl EnvClient {
@@ -193,12 +215,18 @@ impl EnvClient {
             "environment",
         );
         let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
-        Ok(EnvClient { region, credentials, endpoint })
+        let s3_endpoint = get("AWS_ENDPOINT_URL_S3").or_else(|| get("AWS_ENDPOINT_URL"));
+        Ok(EnvClient { region, credentials, endpoint, s3_endpoint })
     }
 
-    /// Builds the client (this loads the TLS trust store).
+    /// Builds the DynamoDB client (this loads the TLS trust store).
     pub fn client(&self) -> aws_sdk_dynamodb::Client {
         dynamodb_client_with(self.endpoint.as_deref(), &self.region, self.credentials.clone())
+    }
+
+    /// Builds the S3 client.
+    pub fn s3_client(&self) -> aws_sdk_s3::Client {
+        s3_client_with(self.s3_endpoint.as_deref(), &self.region, self.credentials.clone())
     }
 }
 

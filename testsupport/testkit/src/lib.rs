@@ -14,7 +14,8 @@ use std::sync::{Mutex, OnceLock};
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::Client;
 use call_ingest_store::calls::tables;
-use call_ingest_store::config::{dynamodb_client_with, Config};
+use call_ingest_store::calls::Frames;
+use call_ingest_store::config::{dynamodb_client_with, s3_client_with, Config};
 use call_ingest_store::Backend;
 
 /// The key test backends sign list cursors with.
@@ -66,14 +67,25 @@ pub async fn client() -> Client {
 
 /// A client of whatever listens at `endpoint`.
 pub async fn client_at(endpoint: &str) -> Client {
-    dynamodb_client_with(Some(endpoint), "us-east-1", Credentials::new("test", "test", None, None, "tests"))
+    dynamodb_client_with(Some(endpoint), "us-east-1", credentials())
 }
 
-/// A fresh pair of tables, named uniquely for this test.
+/// An S3 client of the local server (the same moto, on the same port).
+pub fn s3_client() -> aws_sdk_s3::Client {
+    s3_client_with(Some(&endpoint()), "us-east-1", credentials())
+}
+
+fn credentials() -> Credentials {
+    Credentials::new("test", "test", None, None, "tests")
+}
+
+/// A fresh pair of tables and a bucket of frames, named uniquely for this test.
 pub struct Tables {
     pub client: Client,
     pub calls: String,
     pub directory: String,
+    pub s3: aws_sdk_s3::Client,
+    pub bucket: String,
 }
 
 impl Tables {
@@ -85,7 +97,21 @@ impl Tables {
         let directory = format!("directory-test-{tag}");
         tables::CALLS.create(&client, &calls).await.expect("create calls table");
         tables::DIRECTORY.create(&client, &directory).await.expect("create directory table");
-        Tables { client, calls, directory }
+        let s3 = s3_client();
+        let bucket = format!("frames-test-{tag}");
+        s3.create_bucket().bucket(&bucket).send().await.expect("create the frames bucket");
+        Tables { client, calls, directory, s3, bucket }
+    }
+
+    /// The frames' bucket of these tables.
+    pub fn frames(&self) -> Frames {
+        Frames::new(self.s3.clone(), self.bucket.clone())
+    }
+
+    /// The keys of every object in the frames' bucket.
+    pub async fn objects(&self) -> Vec<String> {
+        let out = self.s3.list_objects_v2().bucket(&self.bucket).send().await.expect("list the frames");
+        out.contents.unwrap_or_default().into_iter().filter_map(|o| o.key).collect()
     }
 
     /// Configuration pointing at these tables (and signing cursors with
@@ -93,10 +119,12 @@ impl Tables {
     pub fn config(&self, extra: &[(&str, &str)]) -> Config {
         let calls = self.calls.clone();
         let directory = self.directory.clone();
+        let bucket = self.bucket.clone();
         let extra: Vec<(String, String)> = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(move |name| match name {
             "CALLS_TABLE" => Some(calls.clone()),
             "DIRECTORY_TABLE" => Some(directory.clone()),
+            "FRAMES_BUCKET" => Some(bucket.clone()),
             _ => extra.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or_else(|| match name {
                 "CURSOR_SECRET" => Some(TEST_CURSOR_SECRET.to_owned()),
                 _ => None,
@@ -107,7 +135,7 @@ impl Tables {
 
     /// A backend (store, directory) over these tables.
     pub fn backend(&self, extra: &[(&str, &str)]) -> Backend {
-        Backend::new(self.config(extra), self.client.clone())
+        Backend::new(self.config(extra), self.client.clone(), self.s3.clone())
     }
 
     /// Every item of a table.
@@ -125,11 +153,13 @@ impl Tables {
     }
 
     /// Adds a fault rule of the local DynamoDB's fault layer (`devstack/faults.py`)
-    /// for requests that name the calls table (unless `rule` names another): tests that run
-    /// at once never see each other's faults. Answers the rule's id.
+    /// for requests that name the calls table, or for an S3 rule (`"service": "s3"`) the
+    /// frames' bucket (unless `rule` names another): tests that run at once never see each
+    /// other's faults. Answers the rule's id.
     pub fn fault(&self, mut rule: serde_json::Value) -> u64 {
         if rule.get("table").is_none() {
-            rule["table"] = serde_json::Value::from(self.calls.clone());
+            let s3 = rule.get("service").and_then(|s| s.as_str()) == Some("s3");
+            rule["table"] = serde_json::Value::from(if s3 { self.bucket.clone() } else { self.calls.clone() });
         }
         let answer = faults("POST", "/_faults/rules", &rule);
         answer["id"].as_u64().unwrap_or_else(|| panic!("fault layer refused {rule}: {answer}"))
@@ -151,7 +181,7 @@ impl Tables {
         faults("DELETE", "/_faults/rules", &serde_json::json!({ "table": table }));
     }
 
-    /// Removes the tables.
+    /// Removes the tables (the bucket stays until the local server stops).
     pub async fn delete(self) {
         for t in [&self.calls, &self.directory] {
             let _ = self.client.delete_table().table_name(t).send().await;

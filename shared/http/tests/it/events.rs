@@ -245,7 +245,7 @@ async fn unreachable_dynamodb_is_503_with_retry_after_and_nothing_internal() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let dead = testkit::client_at(&format!("http://127.0.0.1:{port}")).await;
-    let backend = Backend::new(t.config(&[]), dead);
+    let backend = Backend::new(t.config(&[]), dead, t.s3.clone());
     let a = read(handle(&backend, Operation::CreateCall, event("create-call/valid.json")).await);
     assert_eq!((a.status, a.header("retry-after")), (503, Some("1")));
     let text = a.body.to_string();

@@ -363,7 +363,7 @@ async fn the_raw_body_comes_back_byte_for_byte_per_revision() {
 #[tokio::test]
 async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     let f = fixture().await;
-    // A large call (chunked) revised once, so the call has a head, a revision and chunks.
+    // A large call (its frame in S3) revised once: a head, a revision and an object.
     let big = callgen::create_call(&callgen::Options {
         size: callgen::Size::Bytes(3_000_000),
         seed: 9,
@@ -380,7 +380,8 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
         items.iter().filter(|i| get_s(i, "pk").and_then(parse_call_pk) == Some((1, call_id))).count()
     };
     let before = items_of(&f.t.scan(&f.t.calls).await, "erase-me");
-    assert!(before >= 4, "head, revision and chunks: {before}");
+    assert_eq!(before, 2, "head and revision");
+    assert_eq!(f.t.objects().await.len(), 1, "the large frame is in S3");
 
     // Other workspaces and other scopes cannot erase it.
     let q2 = [("workspace_id", "2")];
@@ -408,6 +409,7 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     attributes.sort();
     assert_eq!(attributes, ["erased_ids", "expires_at", "pk", "sk", "submission"], "the tombstone holds no content");
     assert_eq!(items_of(&items, "keep-me"), 1);
+    assert_eq!(f.t.objects().await, Vec::<String>::new(), "its frame is gone from S3 too");
 
     // Read, list, revisions, raw: gone. Erasing again is fine and says so.
     assert_eq!(at(&f, Endpoint::GetCall, Method::GET, CALL, &[("id", &id_text)], &f.key1).await.status, 404);

@@ -1,16 +1,11 @@
 //! How a submission is kept: the exact request body and the normalised document in one
-//! zstd frame, split into chunks when it is too large for one item.
+//! zstd frame, inline in its item or in S3 (`frames`).
 //!
 //! One frame with long-distance matching, because the document repeats most of the body
 //! (every word and timing): compressed together, the document costs little beyond the body.
 
 use std::io::Write;
 
-/// Frames up to this size live in the head item (DynamoDB's limit is 400 KB an item,
-/// attribute names and the indexed values included).
-pub const INLINE_MAX: usize = 350_000;
-/// Size of each chunk of a larger frame.
-pub const CHUNK_SIZE: usize = 350_000;
 /// Window of the frame: 16 MiB covers a body of up to 6 MiB and its document; the larger
 /// bodies that arrive compressed still fit, matched a little less well past the window.
 const WINDOW_LOG: u32 = 24;

@@ -1,11 +1,9 @@
-//! Creating a call: one conditional put of its head (with the confirmation of its chunks in
-//! one transaction when it has chunks).
+//! Creating a call: one conditional put of its head.
 
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure};
 
-use super::error::Transaction;
 use super::item::{get_s, n, s, Item, ERASED_IDS};
 use super::submission::Submission;
 use super::{Store, StoreError};
@@ -14,7 +12,7 @@ use super::{Store, StoreError};
 pub(super) enum Creation {
     Created,
     /// The head's key holds something: a call or an erase's tombstone, as DynamoDB
-    /// returned it, or `None` when it did not (a transaction does not return it).
+    /// returned it, or `None` when it did not.
     Exists(Option<Item>),
     /// Another transaction held the head: nothing was written; try again shortly.
     Conflict,
@@ -50,34 +48,25 @@ impl Store {
                 .expression_attribute_values(":tombstone", s(get_s(tombstone, "submission").unwrap_or_default()));
         }
         let put = put.set_item(Some(head)).build()?;
-        if !sub.is_chunked() {
-            let result = self
-                .client
-                .put_item()
-                .table_name(put.table_name)
-                .set_item(Some(put.item))
-                .set_condition_expression(put.condition_expression)
-                .set_expression_attribute_names(put.expression_attribute_names)
-                .set_expression_attribute_values(put.expression_attribute_values)
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-                .send()
-                .await;
-            return match result {
-                Ok(_) => Ok(Creation::Created),
-                Err(SdkError::ServiceError(se)) => match se.into_err() {
-                    PutItemError::ConditionalCheckFailedException(c) => Ok(Creation::Exists(c.item)),
-                    PutItemError::TransactionConflictException(_) => Ok(Creation::Conflict),
-                    other => Err(StoreError::from_service(&other)),
-                },
-                Err(e) => Err(StoreError::from_sdk(e)),
-            };
+        let result = self
+            .client
+            .put_item()
+            .table_name(put.table_name)
+            .set_item(Some(put.item))
+            .set_condition_expression(put.condition_expression)
+            .set_expression_attribute_names(put.expression_attribute_names)
+            .set_expression_attribute_values(put.expression_attribute_values)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Creation::Created),
+            Err(SdkError::ServiceError(se)) => match se.into_err() {
+                PutItemError::ConditionalCheckFailedException(c) => Ok(Creation::Exists(c.item)),
+                PutItemError::TransactionConflictException(_) => Ok(Creation::Conflict),
+                other => Err(StoreError::from_service(&other)),
+            },
+            Err(e) => Err(StoreError::from_sdk(e)),
         }
-        let mut items = vec![TransactWriteItem::builder().put(put).build()];
-        items.extend(self.confirm_chunks(sub)?);
-        Ok(match self.transact(items, 1).await? {
-            Transaction::Committed => Creation::Created,
-            Transaction::ConditionFailed => Creation::Exists(None),
-            Transaction::Conflict => Creation::Conflict,
-        })
     }
 }

@@ -1,5 +1,6 @@
-//! Erasing a call: its head, every revision and every chunk, so that nothing of it remains
-//! (a stream consumer sees each removal).
+//! Erasing a call: its head, every revision, their frames in S3 and any chunks (calls stored
+//! before frames moved to S3), so that nothing of it remains (a stream consumer sees each
+//! removal).
 //!
 //! The head goes last, on the condition that it is still the one whose partition was read:
 //! a call stays findable (by id, in listings) until nothing else of it is left, so an erase
@@ -17,9 +18,12 @@ use std::time::Duration;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{call_pk, get_s, get_u64, n, names_erased, s, Item, ERASED_IDS, HEAD};
+use super::item::{
+    call_pk, get_s, get_u64, is_erasing, n, names_erased, s, Item, ERASED_IDS, ERASING, FRAME_KEY, HEAD,
+};
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
 
@@ -51,17 +55,30 @@ impl Store {
         // afterwards, was then most likely its own write (a conflict or a lost reply hid it).
         let mut tried_head = false;
         for round in 0..MAX_ROUNDS {
-            let items =
-                self.query(&pk, SortKeys::All, Some(&["pk", "sk", "id", "revision", "submission", ERASED_IDS])).await?;
+            let items = self
+                .query(
+                    &pk,
+                    SortKeys::All,
+                    Some(&["pk", "sk", "id", "revision", "submission", FRAME_KEY, ERASING, ERASED_IDS]),
+                )
+                .await?;
             let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some(HEAD)) else {
-                // Unconfirmed chunks of a submission in flight may be there: they are not
-                // this call's, and expire within a day unless their head is written.
+                // Unconfirmed chunks of a submission in flight (before frames moved to S3)
+                // may be there: they are not this call's, and expire within a day.
                 return Ok(Erased { items: removed });
             };
             if get_u64(head, "id") != Some(id) {
                 let buried = tried_head && names_erased(head, id);
                 return Ok(Erased { items: removed + usize::from(buried) });
             }
+            // Marked first: from here on readers find no call, whatever of it is left if
+            // this erase stops part-way; the next erase finishes it.
+            if !is_erasing(head) && !self.mark_erasing(&pk, head, id).await? {
+                tokio::time::sleep(backoff(round)).await;
+                continue;
+            }
+            let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
+            futures_util::future::try_join_all(frames.map(|key| self.frames.delete(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
             let deleted = futures_util::future::try_join_all(rest.map(|i| self.delete(&pk, i))).await?;
             removed += deleted.into_iter().filter(|d| *d).count();
@@ -93,6 +110,37 @@ impl Store {
             Err(SdkError::ServiceError(se)) => match se.into_err() {
                 DeleteItemError::ConditionalCheckFailedException(_)
                 | DeleteItemError::TransactionConflictException(_) => Ok(false),
+                other => Err(StoreError::from_service(&other)),
+            },
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
+
+    /// Marks `head` (call `id`, as read) as being erased, only while it is still that
+    /// revision of that call. Answers whether it is marked (false: it changed meanwhile).
+    async fn mark_erasing(&self, pk: &str, head: &Item, id: u64) -> Result<bool, StoreError> {
+        let revision = get_u64(head, "revision").unwrap_or(1);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(HEAD))
+            .update_expression("SET #erasing = :now")
+            .condition_expression("#id = :id AND #revision = :revision")
+            .expression_attribute_names("#erasing", ERASING)
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#revision", "revision")
+            .expression_attribute_values(":now", n(super::now_ms()))
+            .expression_attribute_values(":id", n(id))
+            .expression_attribute_values(":revision", n(revision))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se)) => match se.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(_)
+                | UpdateItemError::TransactionConflictException(_) => Ok(false),
                 other => Err(StoreError::from_service(&other)),
             },
             Err(e) => Err(StoreError::from_sdk(e)),

@@ -93,13 +93,7 @@ pub enum Transaction {
 
 /// Sorts a `TransactWriteItems` error: a cancellation for a condition or a conflict is an
 /// answer; one for throttling (per item, or the whole request) is 503; the rest 500.
-/// Conditions of the first `contested` items are what other writers change; a failed
-/// condition further on is a chunk this request wrote that is gone: the call was erased
-/// meanwhile (its chunks with it), and sending it again stores it anew: 503.
-pub fn transaction_outcome(
-    e: SdkError<TransactWriteItemsError, HttpResponse>,
-    contested: usize,
-) -> Result<Transaction, StoreError> {
+pub fn transaction_outcome(e: SdkError<TransactWriteItemsError, HttpResponse>) -> Result<Transaction, StoreError> {
     let codes = cancellation_codes(&e);
     if codes.is_empty() {
         return Err(StoreError::from_sdk(e));
@@ -111,9 +105,6 @@ pub fn transaction_outcome(
         return Err(StoreError::Unavailable("transaction cancelled: throttled".into()));
     }
     let failed = |c: &Option<String>| c.as_deref() == Some("ConditionalCheckFailed");
-    if codes.iter().skip(contested).any(failed) {
-        return Err(StoreError::Unavailable("a chunk of this submission was erased".into()));
-    }
     if codes.iter().any(failed) {
         return Ok(Transaction::ConditionFailed);
     }

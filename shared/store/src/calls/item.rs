@@ -29,6 +29,16 @@ pub const HEAD: &str = "HEAD";
 /// erased id and content back. A call stored again after the erase carries them forward.
 pub const ERASED_IDS: &str = "erased_ids";
 
+/// On a head: an erase has begun (set before it deletes anything). Readers treat the call as
+/// gone from then on, so a call whose erase stopped part-way reads as no call everywhere;
+/// the next erase finishes it. A new revision's head does not carry it.
+pub const ERASING: &str = "erasing";
+
+/// Whether `head` is a call an erase has begun on.
+pub fn is_erasing(head: &Item) -> bool {
+    head.contains_key(ERASING)
+}
+
 /// Whether `item`, read at a head's key, is an erase's tombstone rather than a call.
 pub fn is_tombstone(item: &Item) -> bool {
     !item.contains_key("id")
@@ -51,14 +61,13 @@ pub fn revision_sk(revision: u64) -> String {
     format!("REV#{revision:010}")
 }
 
-/// Sort key prefix of the chunks of one submission.
+/// On a head or revision whose frame is in S3: the object's key (`frames::Frames::key`).
+pub const FRAME_KEY: &str = "frame_key";
+
+/// Sort key prefix of the chunks of one submission: how frames too large for an item were
+/// kept before they moved to S3. Read, and erased, until `callctl` has moved them.
 pub fn chunk_prefix(token: &str) -> String {
     format!("CHUNK#{token}#")
-}
-
-/// Sort key of chunk `i` of a submission.
-pub fn chunk_sk(token: &str, i: usize) -> String {
-    format!("CHUNK#{token}#{i:05}")
 }
 
 pub fn s(v: impl Into<String>) -> AttributeValue {

@@ -10,16 +10,18 @@
 //! DynamoDB applied a write whose reply was lost and the SDK retried it, the retry finds
 //! this request's own head and answers what the first attempt did. See `docs/DESIGN.md`.
 //!
-//! Calls flow one way: `put_call` (here) → `create` / `revise` → `chunks` → `error`.
+//! Calls flow one way: `put_call` (here) → `frames` (S3, for a large frame) → `create` /
+//! `revise` → `error`.
 
-mod chunks;
 pub mod codec;
 mod create;
 mod erase;
 mod error;
+pub mod frames;
 pub mod ids;
 pub mod item;
 pub mod list;
+mod migrate;
 pub mod query;
 mod read;
 mod revise;
@@ -40,6 +42,7 @@ use submission::{id_and_revision, Submission};
 
 pub use erase::Erased;
 pub use error::{cancellation_codes, StoreError};
+pub use frames::Frames;
 pub use list::{CallSummary, Listing, Page, Position};
 pub use read::{RevisionInfo, StoredCall, StoredRevision};
 pub use submission::dynamodb_number;
@@ -94,13 +97,19 @@ impl Stored {
 #[derive(Debug)]
 pub struct Store {
     client: Client,
+    frames: Frames,
     table: String,
     ids: IdBlocks,
 }
 
 impl Store {
-    pub fn new(client: Client, table: impl Into<String>, id_block_size: u64) -> Self {
-        Store { client, table: table.into(), ids: IdBlocks::new(id_block_size) }
+    pub fn new(client: Client, frames: Frames, table: impl Into<String>, id_block_size: u64) -> Self {
+        Store { client, frames, table: table.into(), ids: IdBlocks::new(id_block_size) }
+    }
+
+    /// The frames' bucket.
+    pub fn frames(&self) -> &Frames {
+        &self.frames
     }
 
     pub fn client(&self) -> &Client {
@@ -119,14 +128,15 @@ impl Store {
         let mut requests = 0;
         // The head as last read: `None` until read (a small call tries to create first).
         let mut seen: Option<Option<Item>> = None;
-        if sub.is_chunked() {
-            // A large submission is checked first, so a replay writes no chunks.
+        if let Some((key, frame)) = sub.external.take() {
+            // A large submission is checked first, so a replay writes no object. Its frame
+            // is durable in S3 before any item points at it.
             requests += 1;
             let head = self.head(&sub.pk).await?;
             if let Some(head) = head.as_ref().filter(|h| sub.same_content(h)) {
                 return unchanged(head, requests);
             }
-            requests += self.write_chunks(std::mem::take(&mut sub.chunks)).await?;
+            self.frames.put(&key, frame, owner, doc.call_id(), sub.received_ms).await?;
             seen = Some(head);
         }
         // The id this submission creates the call with, once taken. It is given back only
@@ -255,12 +265,11 @@ impl Store {
         Ok(out.item)
     }
 
-    /// Runs a transaction whose first `contested` items carry the conditions other writers
-    /// can break.
-    async fn transact(&self, items: Vec<TransactWriteItem>, contested: usize) -> Result<Transaction, StoreError> {
+    /// Runs a transaction.
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Transaction, StoreError> {
         match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
             Ok(_) => Ok(Transaction::Committed),
-            Err(e) => transaction_outcome(e, contested),
+            Err(e) => transaction_outcome(e),
         }
     }
 }

@@ -1,11 +1,14 @@
 //! Reading calls back: by (workspace, provider call id) or by internal id, with their
-//! revisions, chunks reassembled.
+//! revisions; a frame from its item, from S3, or (calls stored before frames moved to S3)
+//! from its chunks.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::item::{call_pk, chunk_prefix, get_b, get_s, get_u64, parse_call_pk, revision_sk, Item};
+use super::item::{
+    call_pk, chunk_prefix, get_b, get_s, get_u64, is_erasing, parse_call_pk, revision_sk, Item, FRAME_KEY,
+};
 use super::query::SortKeys;
 use super::{codec, tables, Store, StoreError};
 
@@ -135,7 +138,7 @@ impl Store {
         revision: Option<u64>,
     ) -> Result<Option<StoredCall>, StoreError> {
         let pk = call_pk(workspace_id, call_id);
-        let Some(head) = self.head(&pk).await? else {
+        let Some(head) = self.readable_head(&pk).await? else {
             return Ok(None);
         };
         let latest = get_u64(&head, "revision").unwrap_or(1);
@@ -172,7 +175,7 @@ impl Store {
         call_id: &str,
     ) -> Result<Option<(u64, Vec<RevisionInfo>)>, StoreError> {
         let pk = call_pk(workspace_id, call_id);
-        let Some(head) = self.head(&pk).await? else {
+        let Some(head) = self.readable_head(&pk).await? else {
             return Ok(None);
         };
         let latest = get_u64(&head, "revision").unwrap_or(1);
@@ -206,14 +209,18 @@ impl Store {
         Ok(Some((id, items.iter().map(info).collect())))
     }
 
-    /// Decodes a head or revision item, fetching its chunks when it has them. `None` when
-    /// its chunks are gone: an erase removes them before the head, so the call is being
-    /// erased, or its erase stopped part-way (the next one finishes it). Chunks are
-    /// confirmed with their head and never expire after, so nothing else removes them.
+    /// Decodes a head or revision item, fetching its frame from S3 or its chunks when it
+    /// has them. `None` when they are gone: an erase removes them before the head, so the
+    /// call is being erased, or its erase stopped part-way (the next one finishes it).
+    /// Nothing else removes them.
     async fn revision(&self, pk: &str, item: &Item) -> Result<Option<StoredRevision>, StoreError> {
-        let frame = match get_b(item, "body") {
-            Some(body) => body.to_vec(),
-            None => {
+        let frame = match (get_b(item, "body"), get_s(item, FRAME_KEY)) {
+            (Some(body), _) => body.to_vec(),
+            (None, Some(key)) => match self.frames.get(key).await? {
+                Some(frame) => frame,
+                None => return Ok(None),
+            },
+            (None, None) => {
                 let token = get_s(item, "submission")
                     .ok_or_else(|| StoreError::Internal("item has neither body nor chunks".into()))?;
                 let expected = get_u64(item, "chunks").unwrap_or_default() as usize;
@@ -236,6 +243,12 @@ impl Store {
             document,
             raw: unpacked.raw,
         }))
+    }
+
+    /// The head as readers see it: `None` for no call, a tombstone, or a call an erase has
+    /// begun on.
+    async fn readable_head(&self, pk: &str) -> Result<Option<Item>, StoreError> {
+        Ok(self.head(pk).await?.filter(|head| !is_erasing(head)))
     }
 
     /// Every item of the call partition whose sort key is in `range`, in order, read

@@ -27,7 +27,7 @@ impl Store {
         let mut kept = old.clone();
         kept.insert("sk".into(), s(revision_sk(revision)));
         // Only heads are indexed (found by id, listed), and only they guard erased ids.
-        for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS]) {
+        for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &super::item::ERASING]) {
             kept.remove(*key);
         }
         // The head must still be the one read: the same revision of the same call, written
@@ -48,9 +48,8 @@ impl Store {
             None => put.condition_expression("#revision = :seen AND #id = :id AND attribute_not_exists(#submission)"),
         };
         let bytes = sub.bytes + item_size(&kept);
-        let mut items = vec![put_new(&self.table, kept)?, TransactWriteItem::builder().put(put.build()?).build()];
-        items.extend(self.confirm_chunks(sub)?);
-        Ok(match self.transact(items, 2).await? {
+        let items = vec![put_new(&self.table, kept)?, TransactWriteItem::builder().put(put.build()?).build()];
+        Ok(match self.transact(items).await? {
             Transaction::Committed => Some(Stored {
                 id,
                 outcome: Outcome::Revised,

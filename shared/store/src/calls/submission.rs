@@ -1,18 +1,14 @@
 //! One submission, prepared for writing: the head's attributes, the compressed frame
-//! (inline or in chunks), the identity digest and a token that says "this request wrote it".
-
-use std::time::Duration;
+//! (inline, or for S3), the identity digest and a token that says "this request wrote it".
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::item::{call_pk, chunk_sk, get_s, get_u64, item_size, n, s, Item};
-use super::{codec, now_ms, random_hex, tables, Owner, StoreError};
+use super::frames::{self, Frames};
+use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, FRAME_KEY};
+use super::{codec, now_ms, random_hex, Owner, StoreError};
 use call_ingest_core::api::number::Number;
 use call_ingest_core::call::CallDocument;
-
-/// How long chunks of a submission that never became current live (TTL).
-const ORPHAN_CHUNK_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// A submission, ready to become a head.
 pub(super) struct Submission {
@@ -20,16 +16,17 @@ pub(super) struct Submission {
     /// Identity of the content: the agent and the normalised document.
     pub digest: String,
     /// Random, one per submission: a head that carries it was written by this request
-    /// (the reply to that write may have been lost). Also names its chunks.
+    /// (the reply to that write may have been lost).
     pub token: String,
     /// The head's attributes that do not depend on the revision.
     pub attributes: Item,
-    /// Chunk items, when the frame does not fit the head (moved out when written).
-    pub chunks: Vec<Item>,
-    /// Sort keys of the chunks, for the transaction that confirms them.
-    pub chunk_sks: Vec<String>,
-    /// Bytes this submission writes (all items, as DynamoDB sizes them).
+    /// The frame's S3 key and bytes, when it is too large to keep inline (the bytes are
+    /// moved out when written).
+    pub external: Option<(String, Vec<u8>)>,
+    /// Bytes this submission writes to DynamoDB (its items, as DynamoDB sizes them).
     pub bytes: usize,
+    /// When it was received (epoch ms).
+    pub received_ms: u64,
 }
 
 impl Submission {
@@ -82,28 +79,20 @@ impl Submission {
         if let Some(cost) = call.call_cost.and_then(dynamodb_number) {
             attributes.insert("call_cost".into(), AttributeValue::N(cost));
         }
-        let mut chunks = Vec::new();
-        if packed.frame.len() <= codec::INLINE_MAX {
-            attributes.insert("body".into(), AttributeValue::B(Blob::new(packed.frame)));
-        } else {
-            let expires = (now / 1000) + ORPHAN_CHUNK_TTL.as_secs();
-            for (i, part) in packed.frame.chunks(codec::CHUNK_SIZE).enumerate() {
-                let mut chunk = Item::new();
-                chunk.insert("pk".into(), s(pk.clone()));
-                chunk.insert("sk".into(), s(chunk_sk(&token, i)));
-                chunk.insert("data".into(), AttributeValue::B(Blob::new(part)));
-                chunk.insert(tables::TTL_ATTRIBUTE.into(), n(expires));
-                chunks.push(chunk);
+        let external = match packed.frame.len() <= frames::INLINE_MAX {
+            true => {
+                attributes.insert("body".into(), AttributeValue::B(Blob::new(packed.frame)));
+                None
             }
-            attributes.insert("chunks".into(), n(chunks.len()));
-        }
-        let bytes = item_size(&attributes) + chunks.iter().map(item_size).sum::<usize>() + 64;
-        let chunk_sks = chunks.iter().filter_map(|c| get_s(c, "sk").map(str::to_owned)).collect();
-        Ok(Submission { pk, digest, token, attributes, chunks, chunk_sks, bytes })
-    }
-
-    pub fn is_chunked(&self) -> bool {
-        !self.chunk_sks.is_empty()
+            false => {
+                let key = Frames::key(owner.workspace_id, doc.call_id(), &packed.frame);
+                attributes.insert(FRAME_KEY.into(), s(key.clone()));
+                attributes.insert("frame_bytes".into(), n(packed.frame.len()));
+                Some((key, packed.frame))
+            }
+        };
+        let bytes = item_size(&attributes) + 64;
+        Ok(Submission { pk, digest, token, attributes, external, bytes, received_ms: now })
     }
 
     /// Whether `head` holds this submission's content.

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use call_ingest_core::call::{ingest, Operation};
-use call_ingest_store::calls::{item, Outcome, Owner, Store, StoreError};
+use call_ingest_store::calls::{frames, item, Frames, Outcome, Owner, Store, StoreError};
 use serde_json::Value;
 use testkit::{small_call, Tables};
 
 const OWNER: Owner<'static> = Owner { workspace_id: 1, agent_id: "agt_test" };
 
 fn store(t: &Tables) -> Store {
-    Store::new(t.client.clone(), t.calls.clone(), 10)
+    Store::new(t.client.clone(), t.frames(), t.calls.clone(), 10)
 }
 
 fn heads(items: &[item::Item]) -> usize {
@@ -146,7 +146,7 @@ async fn ten_concurrent_different_submissions_are_all_kept() {
 }
 
 #[tokio::test]
-async fn a_largest_call_is_chunked_and_reads_back_equal() {
+async fn a_largest_call_is_kept_in_s3_and_reads_back_equal() {
     let t = Tables::new().await;
     let store = store(&t);
     let raw = callgen::create_call_bytes(5_800_000, 3);
@@ -154,28 +154,33 @@ async fn a_largest_call_is_chunked_and_reads_back_equal() {
     let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
     assert!(stored.is_new());
     let head = store.raw_head(1, doc.call_id()).await.unwrap().unwrap();
-    assert!(item::get_u64(&head, "chunks").unwrap_or(0) >= 1, "stored in chunks");
+    let key = item::get_s(&head, item::FRAME_KEY).expect("the head points at its frame").to_owned();
+    assert!(!head.contains_key("body"), "the frame is not inline");
+    assert_eq!(t.objects().await, vec![key.clone()], "one object: the frame");
     let call = store.get_call(1, doc.call_id(), false).await.unwrap().unwrap();
     assert_eq!(call.current.raw, raw, "raw body byte for byte");
     assert_eq!(call.current.document_value(), serde_json::to_value(&doc).unwrap(), "document field for field");
     let items = t.scan(&t.calls).await;
-    assert!(items.iter().all(|i| !i.contains_key("expires_at")), "chunks of the current head never expire");
     // A replay of a large call reads the head once and writes nothing.
     let again = store.put_call(OWNER, &doc, &raw).await.unwrap();
     assert_eq!((again.outcome, again.requests), (Outcome::Unchanged, 1));
+    assert_eq!(t.objects().await, vec![key], "a replay writes no second object");
     let by_id = store.get_call_by_id(stored.id, false).await.unwrap().unwrap();
     assert_eq!(by_id.call_id, doc.call_id());
     let size: usize = items.iter().map(item::item_size).sum();
+    let frame = item::get_u64(&head, "frame_bytes").unwrap_or_default() as usize;
     eprintln!(
-        "5.8 MB call: request {} B, stored {} B ({:.1}%), {} items, {} write units, {} requests",
+        "5.8 MB call: request {} B, frame in S3 {} B ({:.1}%), {} items of {} B, {} write units, {} requests",
         raw.len(),
-        size,
-        100.0 * size as f64 / raw.len() as f64,
+        frame,
+        100.0 * frame as f64 / raw.len() as f64,
         items.len(),
+        size,
         items.iter().map(|i| item::write_units(item::item_size(i))).sum::<usize>(),
         stored.requests
     );
-    assert!(size * 100 <= raw.len() * 30, "stored at most 30% of the request size");
+    assert!(frame * 100 <= raw.len() * 30, "stored at most 30% of the request size");
+    assert!(size <= 2048, "the items hold no frame: {size} B");
     t.delete().await;
 }
 
@@ -185,7 +190,8 @@ async fn unreachable_dynamodb_answers_try_again_within_a_bounded_time() {
     let port = listener.local_addr().unwrap().port();
     drop(listener); // nothing listens there now
     let client = testkit::client_at(&format!("http://127.0.0.1:{port}")).await;
-    let store = Store::new(client, "calls", 10);
+    // A small call: its frame stays inline, so no bucket is needed.
+    let store = Store::new(client, Frames::new(testkit::s3_client(), "unused"), "calls", 10);
     let (doc, raw) = small_call("lost", "x");
     let started = Instant::now();
     let result = store.put_call(OWNER, &doc, &raw).await;
@@ -196,8 +202,8 @@ async fn unreachable_dynamodb_answers_try_again_within_a_bounded_time() {
 #[tokio::test]
 async fn ids_from_two_instances_sharing_a_table_never_collide() {
     let t = Tables::new().await;
-    let a = Arc::new(Store::new(t.client.clone(), t.calls.clone(), 7));
-    let b = Arc::new(Store::new(t.client.clone(), t.calls.clone(), 7));
+    let a = Arc::new(Store::new(t.client.clone(), t.frames(), t.calls.clone(), 7));
+    let b = Arc::new(Store::new(t.client.clone(), t.frames(), t.calls.clone(), 7));
     let mut tasks = Vec::new();
     for i in 0..40 {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
@@ -218,28 +224,90 @@ async fn ids_from_two_instances_sharing_a_table_never_collide() {
     t.delete().await;
 }
 
+/// What a new call costs to store, by size: the head item (write units), the frame (in S3
+/// above `frames::INLINE_MAX`, one PUT), and the bytes kept. Prints the figures the cost
+/// table in the README comes from.
 #[tokio::test]
-async fn storage_figures_for_ten_and_sixty_minute_calls() {
+async fn storage_figures_for_two_ten_and_sixty_minute_calls() {
     let t = Tables::new().await;
     let store = store(&t);
-    for (name, raw) in
-        [("10-minute", callgen::create_call_minutes(10.0, 1)), ("60-minute", callgen::create_call_minutes(60.0, 1))]
-    {
+    for minutes in [2.0, 10.0, 60.0] {
+        let raw = callgen::create_call_minutes(minutes, 1);
         let doc = ingest(Operation::CreateCall, &raw).unwrap();
         let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
         let head = store.raw_head(1, doc.call_id()).await.unwrap().unwrap();
         let size = item::item_size(&head);
+        let in_s3 = item::get_s(&head, item::FRAME_KEY).is_some();
+        let frame = match in_s3 {
+            true => item::get_u64(&head, "frame_bytes").unwrap_or_default() as usize,
+            false => item::get_b(&head, "body").map_or(0, <[u8]>::len),
+        };
         eprintln!(
-            "{name} call: request {} B, stored {} B ({:.1}%), {} write units, {} requests",
+            "{minutes}-minute call: request {} B, frame {} B ({:.1}%) {}, head item {} B = {} write units, {} requests",
             raw.len(),
+            frame,
+            100.0 * frame as f64 / raw.len() as f64,
+            if in_s3 { "in S3 (1 PUT)" } else { "inline" },
             size,
-            100.0 * size as f64 / raw.len() as f64,
             item::write_units(size),
             stored.requests
         );
-        assert!(size * 100 <= raw.len() * 30, "{name}: stored at most 30% of the request size");
+        assert!(frame * 100 <= raw.len() * 30, "{minutes} min: the frame is at most 30% of the request");
+        assert!(in_s3 == (frame > frames::INLINE_MAX), "{minutes} min: inline exactly when small");
+        assert!(!in_s3 || size <= 2048, "{minutes} min: a head pointing at S3 holds no frame: {size} B");
         let back = store.get_call(1, doc.call_id(), false).await.unwrap().unwrap();
         assert_eq!(back.current.raw, raw);
     }
+    t.delete().await;
+}
+
+/// Rewrites the stored (inline) call `call_id` the way large calls were kept before their
+/// frames moved to S3: the frame in chunk items `CHUNK#<submission>#<i>`, the head counting
+/// them.
+async fn make_chunked(t: &Tables, call_id: &str) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let mut head = store(t).raw_head(1, call_id).await.unwrap().unwrap();
+    let Some(AttributeValue::B(frame)) = head.remove("body") else { panic!("an inline frame") };
+    let token = item::get_s(&head, "submission").unwrap().to_owned();
+    let parts: Vec<&[u8]> = frame.as_ref().chunks(frame.as_ref().len() / 2 + 1).collect();
+    for (i, part) in parts.iter().enumerate() {
+        let chunk = t.client.put_item().table_name(&t.calls).item("pk", head["pk"].clone());
+        let chunk = chunk.item("sk", AttributeValue::S(format!("CHUNK#{token}#{i:05}")));
+        chunk.item("data", AttributeValue::B(part.to_vec().into())).send().await.unwrap();
+    }
+    head.insert("chunks".into(), AttributeValue::N(parts.len().to_string()));
+    t.client.put_item().table_name(&t.calls).set_item(Some(head)).send().await.unwrap();
+}
+
+/// Calls stored before frames moved to S3 stay readable, and `move_chunks_to_s3` (callctl
+/// tables move-frames) moves them: the same call reads back, its chunks are gone, its frame
+/// is one object, and running it again moves nothing.
+#[tokio::test]
+async fn calls_kept_in_chunks_stay_readable_and_move_to_s3() {
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = small_call("legacy", "one");
+    store.put_call(OWNER, &doc, &raw).await.unwrap();
+    let (doc2, raw2) = small_call("legacy", "two");
+    store.put_call(OWNER, &doc2, &raw2).await.unwrap();
+    make_chunked(&t, "legacy").await;
+    let chunks =
+        |items: &[item::Item]| items.iter().filter(|i| item::get_s(i, "sk").unwrap().starts_with("CHUNK#")).count();
+    assert_eq!(chunks(&t.scan(&t.calls).await), 2, "the current revision is kept in two chunks");
+    let before = store.get_call(1, "legacy", true).await.unwrap().expect("a chunked call reads");
+    assert_eq!((before.current.raw.clone(), before.revisions[0].raw.clone()), (raw2.clone(), raw.clone()));
+
+    assert_eq!(store.move_chunks_to_s3().await.unwrap(), 1);
+    let items = t.scan(&t.calls).await;
+    assert_eq!(chunks(&items), 0, "its chunks are gone");
+    let head = items.iter().find(|i| item::get_s(i, "sk") == Some("HEAD")).unwrap();
+    assert!(item::get_s(head, item::FRAME_KEY).is_some() && !head.contains_key("chunks"), "{head:?}");
+    assert_eq!(t.objects().await.len(), 1);
+    let after = store.get_call(1, "legacy", true).await.unwrap().expect("a moved call reads");
+    assert_eq!(after, before);
+    assert_eq!(store.move_chunks_to_s3().await.unwrap(), 0, "nothing left to move");
+    // Erasing a moved call removes its object.
+    store.erase_call(1, "legacy", after.id).await.unwrap();
+    assert_eq!(t.objects().await, Vec::<String>::new());
     t.delete().await;
 }

@@ -14,10 +14,11 @@ use testkit::{small_call, Tables};
 const OWNER: Owner<'static> = Owner { workspace_id: 1, agent_id: "agt_test" };
 
 fn store(t: &Tables) -> Store {
-    Store::new(t.client.clone(), t.calls.clone(), 10)
+    Store::new(t.client.clone(), t.frames(), t.calls.clone(), 10)
 }
 
-/// A call of about `bytes` bytes: over 350 KB compressed, so it is stored in chunks.
+/// A call of about `bytes` bytes: its frame is far over `frames::INLINE_MAX`, so it is kept
+/// in S3.
 fn large_call(call_id: &str, bytes: usize) -> (CallDocument, Vec<u8>) {
     let mut body: Value = serde_json::from_slice(&callgen::create_call_bytes(bytes, 5)).unwrap();
     body["call_id"] = Value::from(call_id);
@@ -34,7 +35,7 @@ fn call_with(call_id: &str, change: impl FnOnce(&mut Value)) -> (CallDocument, V
 }
 
 #[tokio::test]
-async fn concurrent_first_submissions_of_a_chunked_call_give_one_id_and_one_new() {
+async fn concurrent_first_submissions_of_a_large_call_give_one_id_one_new_and_one_object() {
     let t = Tables::new().await;
     let (doc, raw) = large_call("big-race", 1_800_000);
     let (doc, raw) = (Arc::new(doc), Arc::new(raw));
@@ -54,6 +55,7 @@ async fn concurrent_first_submissions_of_a_chunked_call_give_one_id_and_one_new(
     let back = store(&t).get_call(1, "big-race", true).await.unwrap().unwrap();
     assert_eq!((back.current.revision, back.revisions.len()), (1, 0));
     assert_eq!(back.current.raw, *raw);
+    assert_eq!(t.objects().await.len(), 1, "the same bytes are one object");
     t.delete().await;
 }
 
@@ -133,9 +135,9 @@ async fn a_reply_delayed_past_the_attempt_timeout_still_answers_new() {
 }
 
 #[tokio::test]
-async fn a_lost_reply_to_a_chunked_create_still_answers_new() {
+async fn a_lost_reply_to_a_large_create_still_answers_new() {
     let t = Tables::new().await;
-    let rule = t.fault(json!({"op": "TransactWriteItems", "fault": "lost_reply"}));
+    let rule = t.fault(json!({"op": "PutItem", "fault": "lost_reply"}));
     let (doc, raw) = large_call("lost-big", 1_800_000);
     let stored = store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
     assert_eq!((t.fired(rule), stored.outcome), (1, Outcome::Created));
@@ -237,7 +239,7 @@ async fn replays_consume_no_ids() {
 async fn a_table_that_is_missing_or_not_active_is_try_again() {
     let t = Tables::new().await;
     let (doc, raw) = small_call("nowhere", "x");
-    let missing = Store::new(t.client.clone(), format!("{}-missing", t.calls), 10);
+    let missing = Store::new(t.client.clone(), t.frames(), format!("{}-missing", t.calls), 10);
     let result = missing.put_call(OWNER, &doc, &raw).await;
     assert!(matches!(result, Err(StoreError::Unavailable(_))), "missing table: {result:?}");
     t.fault(json!({"op": "*", "fault": "creating", "times": 1000}));
@@ -323,21 +325,6 @@ async fn a_revision_applied_whose_every_reply_was_lost_still_answers_revised() {
 }
 
 #[tokio::test]
-async fn a_late_copy_of_a_chunk_write_cannot_bring_its_ttl_back() {
-    let t = Tables::new().await;
-    // The first chunk write is stuck in the network: the SDK retries it, the head confirms
-    // the chunks, then the stuck copy arrives.
-    let rule = t.fault(json!({"op": "*", "fault": "late", "contains": "CHUNK#", "seconds": 2.0}));
-    let (doc, raw) = large_call("late-chunk", 1_800_000);
-    assert!(store(&t).put_call(OWNER, &doc, &raw).await.unwrap().is_new());
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert_eq!(t.fired(rule), 1);
-    let items = t.scan(&t.calls).await;
-    assert!(items.iter().all(|i| !i.contains_key(tables::TTL_ATTRIBUTE)), "a chunk of the current head would expire");
-    t.delete().await;
-}
-
-#[tokio::test]
 async fn a_5xx_without_a_known_code_is_try_again() {
     let t = Tables::new().await;
     t.fault(json!({"op": "GetItem", "fault": "gateway", "times": 10}));
@@ -390,8 +377,8 @@ async fn a_read_that_an_erase_overtakes_finds_no_call_rather_than_failing() {
     let store = Arc::new(store(&t));
     let (doc, raw) = large_call("erased-while-read", 1_800_000);
     let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
-    // The reader's head read is answered a second late: the whole erase (chunks, then the
-    // head) happens in between, and the reader then finds no chunks.
+    // The reader's head read is answered a second late: the whole erase (the frame, then
+    // the head) happens in between, and the reader then finds no frame.
     let rule = t.fault(json!({"op": "GetItem", "fault": "delay", "seconds": 1.0}));
     let reader = {
         let store = store.clone();
@@ -399,7 +386,8 @@ async fn a_read_that_an_erase_overtakes_finds_no_call_rather_than_failing() {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let erased = store.erase_call(1, "erased-while-read", stored.id).await.unwrap();
-    assert!(erased.items > 1, "{erased:?}");
+    assert_eq!(erased.items, 1, "the head: {erased:?}");
+    assert_eq!(t.objects().await, Vec::<String>::new(), "its frame is gone");
     let read = reader.await.unwrap();
     assert_eq!(t.fired(rule), 1);
     assert!(matches!(read, Ok(None)), "a call erased meanwhile is not found, not an error: {read:?}");
@@ -461,8 +449,8 @@ async fn a_late_copy_of_a_create_never_brings_an_erased_call_back() {
     t.delete().await;
 }
 
-/// The same for a chunked call, whose create is a transaction, and a second erase: the
-/// tombstone carries the ids erased before it forward.
+/// The same for a large call (its frame in S3), and a second erase: the tombstone carries
+/// the ids erased before it forward.
 #[tokio::test]
 async fn a_call_stored_over_a_tombstone_keeps_guarding_the_ids_erased_before() {
     let t = Tables::new().await;
@@ -482,7 +470,8 @@ async fn a_call_stored_over_a_tombstone_keeps_guarding_the_ids_erased_before() {
     t.delete().await;
 }
 
-/// Issue 17, item 5: a call whose erase stopped part-way (a chunk delete failed) reads as
+/// Issue 17, item 5: a call whose erase stopped part-way (a revision's delete failed, after
+/// the frames were deleted) reads as
 /// no call, every time, not as an error; the next erase finishes it.
 #[tokio::test]
 async fn a_call_whose_erase_stopped_part_way_is_not_found_until_the_erase_is_sent_again() {
@@ -492,8 +481,8 @@ async fn a_call_whose_erase_stopped_part_way_is_not_found_until_the_erase_is_sen
     let stored = store.put_call(OWNER, &doc, &raw).await.unwrap();
     let (doc2, raw2) = large_call("half-erased", 1_700_000);
     store.put_call(OWNER, &doc2, &raw2).await.unwrap();
-    // Every attempt at deleting chunk 1 of a submission fails (the SDK's retries too).
-    let rule = t.fault(json!({"op": "DeleteItem", "fault": "internal", "contains": "#00001\"", "times": 100}));
+    // Every attempt at deleting its revision fails (the SDK's retries too).
+    let rule = t.fault(json!({"op": "DeleteItem", "fault": "internal", "contains": "REV#", "times": 100}));
     let erased = store.erase_call(1, "half-erased", stored.id).await;
     assert!(matches!(erased, Err(StoreError::Unavailable(_))), "{erased:?}");
     assert!(t.fired(rule) >= 3);
@@ -508,6 +497,7 @@ async fn a_call_whose_erase_stopped_part_way_is_not_found_until_the_erase_is_sen
     assert!(erased.items >= 1, "{erased:?}");
     let left: Vec<_> = t.scan(&t.calls).await.into_iter().filter(|i| !item::is_tombstone(i)).collect();
     assert!(left.iter().all(|i| item::get_s(i, "pk") == Some("COUNTER")), "left behind: {left:?}");
+    assert_eq!(t.objects().await, Vec::<String>::new(), "frames left behind");
     t.delete().await;
 }
 
@@ -554,5 +544,60 @@ async fn a_create_over_a_tombstone_carries_the_ids_erased_since_it_was_read() {
     for id in [first.id, third.id] {
         assert!(item::names_erased(&head, id), "{id} is no longer guarded: {head:?}");
     }
+    t.delete().await;
+}
+
+/// S3 answering 503 SlowDown once: the SDK's retry stores the frame, and the call.
+#[tokio::test]
+async fn a_slowdown_on_a_frame_put_is_retried_and_the_call_stored() {
+    let t = Tables::new().await;
+    let rule = t.fault(json!({"service": "s3", "op": "PutObject", "fault": "slowdown"}));
+    let (doc, raw) = large_call("slow-s3", 1_800_000);
+    let stored = store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
+    assert_eq!((t.fired(rule), stored.outcome), (1, Outcome::Created));
+    assert_eq!(t.objects().await.len(), 1);
+    assert_eq!(store(&t).get_call(1, "slow-s3", false).await.unwrap().unwrap().current.raw, raw);
+    t.delete().await;
+}
+
+/// S3 failing every attempt: try again (503), and no item points at a frame that is not
+/// there. Sent again once S3 is back, the call is stored.
+#[tokio::test]
+async fn s3_down_is_try_again_and_no_item_points_at_a_missing_frame() {
+    let t = Tables::new().await;
+    let rule = t.fault(json!({"service": "s3", "op": "PutObject", "fault": "internal", "times": 100}));
+    let (doc, raw) = large_call("s3-down", 1_800_000);
+    let result = store(&t).put_call(OWNER, &doc, &raw).await;
+    assert!(matches!(result, Err(StoreError::Unavailable(_))), "{result:?}");
+    assert!(t.fired(rule) >= 3, "the SDK retried");
+    assert!(store(&t).raw_head(1, "s3-down").await.unwrap().is_none(), "a head without its frame");
+    t.clear_faults(&t.bucket);
+    assert!(store(&t).put_call(OWNER, &doc, &raw).await.unwrap().is_new());
+    t.delete().await;
+}
+
+/// A frame PUT applied by S3 whose reply was lost: the SDK's retry finds the same bytes
+/// under the same key (412), and the call is stored with one object.
+#[tokio::test]
+async fn a_lost_reply_to_a_frame_put_writes_one_object() {
+    let t = Tables::new().await;
+    let rule = t.fault(json!({"service": "s3", "op": "PutObject", "fault": "lost_reply"}));
+    let (doc, raw) = large_call("lost-s3", 1_800_000);
+    let stored = store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
+    assert_eq!((t.fired(rule), stored.outcome), (1, Outcome::Created));
+    assert_eq!(t.objects().await.len(), 1);
+    t.delete().await;
+}
+
+/// A frame that cannot be read (S3 failing) is try again, not an internal error, and not
+/// "no such call".
+#[tokio::test]
+async fn a_frame_s3_cannot_serve_is_try_again() {
+    let t = Tables::new().await;
+    let (doc, raw) = large_call("unreadable-s3", 1_800_000);
+    store(&t).put_call(OWNER, &doc, &raw).await.unwrap();
+    t.fault(json!({"service": "s3", "op": "GetObject", "fault": "slowdown", "times": 100}));
+    let read = store(&t).get_call(1, "unreadable-s3", false).await;
+    assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
     t.delete().await;
 }

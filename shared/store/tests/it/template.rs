@@ -168,13 +168,13 @@ fn functions_have_least_privilege_iam() {
             }
         }
     }
-    // The readers cannot change a call; the eraser can only delete and leave a tombstone.
-    let reads = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"];
-    for (function, allowed) in readers
-        .iter()
-        .map(|r| (*r, &[][..]))
-        .chain([("EraseCallFunction", &["dynamodb:DeleteItem", "dynamodb:PutItem"][..])])
-    {
+    // The readers cannot change a call; the eraser can only mark it, delete it and its
+    // frames, and leave a tombstone.
+    let reads = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "s3:GetObject"];
+    for (function, allowed) in readers.iter().map(|r| (*r, &[][..])).chain([(
+        "EraseCallFunction",
+        &["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "s3:DeleteObject"][..],
+    )]) {
         for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
             if statement["Sid"] != "CountRequests" {
                 for action in statement["Action"].as_array().unwrap() {
@@ -196,4 +196,43 @@ fn functions_have_least_privilege_iam() {
 
 fn reads_only(action: &str) -> bool {
     ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:Scan"].contains(&action)
+}
+
+/// Each function touches the frames' bucket only as its job needs, and only under
+/// `frames/`: senders write, readers read, the eraser deletes, the lister nothing; nobody
+/// lists the bucket. The bucket is private, encrypted, and refuses plain HTTP.
+#[test]
+fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
+    let t = template();
+    let expected: [(&str, &[&str]); 7] = [
+        ("SendCallDataFunction", &["s3:PutObject"]),
+        ("CreateCallFunction", &["s3:PutObject"]),
+        ("GetCallFunction", &["s3:GetObject"]),
+        ("CallRevisionsFunction", &["s3:GetObject"]),
+        ("GetCallRawFunction", &["s3:GetObject"]),
+        ("EraseCallFunction", &["s3:DeleteObject"]),
+        ("ListCallsFunction", &[]),
+    ];
+    for (function, wanted) in expected {
+        let mut actions = Vec::new();
+        for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
+            for action in statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str) {
+                if action.starts_with("s3:") {
+                    assert_eq!(statement["Resource"]["Fn::Sub"], "${FramesBucket.Arn}/frames/*", "{function}");
+                    actions.push(action);
+                }
+            }
+        }
+        assert_eq!(actions, wanted, "{function}");
+        let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+        assert_eq!(env["FRAMES_BUCKET"]["Ref"], "FramesBucket");
+    }
+    let bucket = &t["Resources"]["FramesBucket"]["Properties"];
+    assert_eq!(bucket["PublicAccessBlockConfiguration"]["RestrictPublicBuckets"], true);
+    assert!(bucket["BucketEncryption"].is_object());
+    let policy = &t["Resources"]["FramesBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!(
+        (policy["Effect"].as_str(), policy["Condition"]["Bool"]["aws:SecureTransport"].as_str()),
+        (Some("Deny"), Some("false"))
+    );
 }

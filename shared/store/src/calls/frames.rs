@@ -1,0 +1,139 @@
+//! Frames in S3: a submission's compressed frame (the raw body and the normalised document,
+//! `codec`) when it is larger than [`INLINE_MAX`], where DynamoDB's write units cost more
+//! than one S3 PUT. The head or revision item keeps the object's key (`frame_key`).
+//!
+//! Keys are content-addressed within the call: `frames/<workspace>/<sha256 of the provider
+//! call id>/<sha256 of the frame>` (each 32 hex). Submissions of the same bytes (replays
+//! racing each other, the SDK's retry of a PUT whose reply was lost, a late copy of it) name
+//! the same object, and `If-None-Match: *` writes it once. A replay that finds the head
+//! already holding its content writes nothing at all. An erase finds a call's objects from
+//! its items. The object carries the submission's identity as metadata (workspace, agent,
+//! provider call id, received time), so it can be committed or swept without DynamoDB.
+
+use aws_sdk_s3::primitives::ByteStream;
+use sha2::{Digest, Sha256};
+
+use super::{Owner, StoreError};
+use call_ingest_core::call::hex;
+
+/// Frames up to this many bytes stay inline in their item: an S3 PUT ($5 per million)
+/// costs what four write units do ($1.25 per million each, one per KB), and the item's
+/// other attributes come to about 1 KB.
+pub const INLINE_MAX: usize = 4 * 1024;
+
+/// The bucket of frames, and a client of it.
+#[derive(Debug, Clone)]
+pub struct Frames {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+impl Frames {
+    pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        Frames { client, bucket: bucket.into() }
+    }
+
+    pub fn client(&self) -> &aws_sdk_s3::Client {
+        &self.client
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// The key of `frame`, of call `call_id` in `workspace_id`.
+    pub fn key(workspace_id: u64, call_id: &str, frame: &[u8]) -> String {
+        let call = Sha256::digest(call_id.as_bytes());
+        let content = Sha256::digest(frame);
+        format!("frames/{workspace_id}/{}/{}", hex(&call[..16]), hex(&content[..16]))
+    }
+
+    /// Writes `frame` at `key` unless an object is there already (the same bytes: the key
+    /// is their digest).
+    pub async fn put(
+        &self,
+        key: &str,
+        frame: Vec<u8>,
+        owner: Owner<'_>,
+        call_id: &str,
+        received_ms: u64,
+    ) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .if_none_match("*")
+            .content_type("application/zstd")
+            .metadata("workspace", owner.workspace_id.to_string())
+            .metadata("agent", hex(owner.agent_id.as_bytes()))
+            .metadata("call-id", hex(call_id.as_bytes()))
+            .metadata("received-ms", received_ms.to_string())
+            .body(ByteStream::from(frame))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // 412: the object exists, and holds these very bytes.
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(()),
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
+
+    /// The frame at `key`, or `None` when it is gone (its call is being erased).
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let result = self.client.get_object().bucket(&self.bucket).key(key).send().await;
+        let out = match result {
+            Ok(out) => out,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        };
+        let bytes =
+            out.body.collect().await.map_err(|e| StoreError::Unavailable(format!("reading a frame failed: {}", e)))?;
+        Ok(Some(bytes.to_vec()))
+    }
+
+    /// Creates the bucket unless it exists (the local stack; in AWS the template does);
+    /// answers whether it created it.
+    pub async fn create_bucket(&self) -> Result<bool, StoreError> {
+        // In us-east-1 creating a bucket you own answers 200, as if it were new: ask first.
+        match self.client.head_bucket().bucket(&self.bucket).send().await {
+            Ok(_) => return Ok(false),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {}
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        }
+        match self.client.create_bucket().bucket(&self.bucket).send().await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_bucket_already_owned_by_you() || s.is_bucket_already_exists()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
+
+    /// Deletes the frame at `key` (deleting one that is gone succeeds).
+    pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.client.delete_object().bucket(&self.bucket).key(key).send().await.map_err(StoreError::from_sdk)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_per_workspace_call_and_content_and_never_hold_the_call_id() {
+        let a = Frames::key(7, "call/../1 ü", b"frame");
+        assert!(a.starts_with("frames/7/"), "{a}");
+        let hex32 = |h: &str| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit());
+        assert!(a.split('/').skip(2).all(hex32) && a.split('/').count() == 4, "{a}");
+        assert_eq!(a, Frames::key(7, "call/../1 ü", b"frame"), "the same bytes, the same key");
+        assert_ne!(a, Frames::key(8, "call/../1 ü", b"frame"));
+        assert_ne!(a, Frames::key(7, "call/../2 ü", b"frame"));
+        assert_ne!(a, Frames::key(7, "call/../1 ü", b"frame2"));
+    }
+}
