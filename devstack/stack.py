@@ -251,10 +251,11 @@ class Stack:
     def post_send_call_data(self, body, timeout=30):
         return request("POST", f"{self.url}/v1/calls", body, self.auth(), timeout=timeout)
 
-    def get_call(self, call_id):
-        """The stored call with its revisions and raw bodies (callctl), or None."""
+    def get_call(self, call_id, workspace=None):
+        """The stored call of `workspace` (the development one when None) with its revisions
+        and raw bodies (callctl), or None."""
         try:
-            return self.ctl("call", "get", "--workspace", self.dev["workspace_id"], "--call-id", call_id,
+            return self.ctl("call", "get", "--workspace", workspace or self.dev["workspace_id"], "--call-id", call_id,
                             "--revisions", "--raw")
         except RuntimeError as e:
             if "no such call" in str(e):

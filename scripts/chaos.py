@@ -3,6 +3,7 @@
 per function, then a check of every promise with faults off.
 
     chaos.py [--seconds 120] [--seed N] [--workers 12] [--instances 8]
+             [--phases random,outage,s3,burst]
 
 Clients submit small calls and large calls (about 1.8 MB, frames in S3), replays of the same content
 and concurrent revisions, and retry like real ones: on a network error, 408, 429 or 5xx,
@@ -10,6 +11,13 @@ up to 4 attempts with backoff (honouring Retry-After). The fault layer answers
 throttling, internal errors, transaction conflicts and cancellations, drops replies of
 applied writes, applies stuck writes after their retry, and delays replies past the SDK's
 attempt timeout, at random (seeded).
+
+Alongside them, one-shot clients act as the clients people run (Tuner's pipecat SDK, the
+ElevenLabs sample): one attempt, a 10 s timeout, and any answer but 2xx is a call lost.
+
+Phases, one after the other: `random` (the faults above, for --seconds), `outage` (every
+DynamoDB request fails for 30 s), `s3` (S3 failing a third of the frame writes, 20 s) and
+`burst` (100 calls of one workspace within one second, at the default rate limit).
 
 Then, with faults off, every call is read back (callctl) and the table printed. Exit 1
 when a promise broke: lost (acknowledged, not stored as current or as a revision),
@@ -25,7 +33,7 @@ import sys
 import threading
 import time
 
-from devstack.stack import Stack
+from devstack.stack import Stack, request
 
 # (fault, operations it applies to, rate)
 FAULTS = [
@@ -76,11 +84,28 @@ class Workload:
 class Log:
     def __init__(self):
         self.lock = threading.Lock()
-        self.submissions = []  # (call_id, body, [(status or None, seconds, answer body)])
+        # (client kind, phase, call_id, body, [(status or None, seconds, answer body, headers)])
+        self.submissions = []
+        self.workspaces = {}  # call id -> workspace, for calls not of the dev workspace
 
-    def add(self, call_id, body, attempts):
+    def add(self, call_id, body, attempts, kind="retrying", phase="random", workspace=None):
         with self.lock:
-            self.submissions.append((call_id, body, attempts))
+            self.submissions.append((kind, phase, call_id, body, attempts))
+            if workspace is not None:
+                self.workspaces[call_id] = workspace
+
+
+ONE_SHOT_TIMEOUT = 10
+
+
+def submit_once(stack, body):
+    """A one-shot client's submission: one attempt, a 10 s timeout."""
+    started = time.time()
+    try:
+        a = stack.post_create_call(body, timeout=ONE_SHOT_TIMEOUT)
+        return [(a.status, time.time() - started, a.body, a.headers)]
+    except OSError:
+        return [(None, time.time() - started, None, {})]
 
 
 def submit(stack, call_id, body, rng):
@@ -101,8 +126,10 @@ def submit(stack, call_id, body, rng):
     return attempts
 
 
-def drive(stack, workload, seconds, seed, workers):
-    log = Log()
+def drive(stack, workload, seconds, seed, workers, log=None, phase="random", one_shot=0):
+    """`workers` retrying clients and `one_shot` one-shot clients for `seconds`. A one-shot
+    client sends each call once, as its own new call (a fresh call id)."""
+    log = log or Log()
     deadline = time.time() + seconds
 
     def worker(n):
@@ -111,9 +138,21 @@ def drive(stack, workload, seconds, seed, workers):
             call_id, variants = rng.choice(workload.calls)
             # Mostly the first content (replays), sometimes a new one (a revision).
             body = variants[0] if rng.random() < 0.5 else rng.choice(variants)
-            log.add(call_id, body, submit(stack, call_id, body, rng))
+            log.add(call_id, body, submit(stack, call_id, body, rng), phase=phase)
+
+    def one_shot_worker(n):
+        rng = random.Random(seed * 2000 + n)
+        i = 0
+        while time.time() < deadline:
+            _, variants = rng.choice(workload.calls)
+            call_id = f"once-{phase}-{seed}-{n}-{i}"
+            i += 1
+            body = rebrand(variants[0], call_id)
+            log.add(call_id, body, submit_once(stack, body), kind="one-shot", phase=phase)
+            time.sleep(rng.uniform(0.05, 0.3))
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(workers)]
+    threads += [threading.Thread(target=one_shot_worker, args=(n,)) for n in range(one_shot)]
     for t in threads:
         t.start()
     for t in threads:
@@ -121,12 +160,69 @@ def drive(stack, workload, seconds, seed, workers):
     return log
 
 
+def rebrand(body, call_id):
+    """`body` as the call `call_id`."""
+    call = json.loads(body)
+    call["call_id"] = call_id
+    return json.dumps(call, separators=(",", ":")).encode()
+
+
+def burst(stack, workload, log, n=100, seed=0):
+    """`n` one-shot calls of one workspace within one second, at the default rate limit:
+    a workspace of its own, so no instance has its raised limit cached."""
+    ws = stack.ctl("workspace", "create", "--name", f"burst-{seed}")["id"]
+    stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "desk")
+    token = stack.ctl("key", "create", "--workspace", ws, "--name", "burst")["token"]
+    url = f"{stack.url}/api/v1/public/call?workspace_id={ws}&agent_remote_identifier=desk"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def once(call_id, body):
+        started = time.time()
+        try:
+            a = request("POST", url, body, headers, timeout=ONE_SHOT_TIMEOUT)
+            attempts = [(a.status, time.time() - started, a.body, a.headers)]
+        except OSError:
+            attempts = [(None, time.time() - started, None, {})]
+        log.add(call_id, body, attempts, "one-shot", "burst", workspace=ws)
+
+    threads = []
+    for i in range(n):
+        call_id = f"burst-{seed}-{i}"
+        body = rebrand(workload.calls[i % len(workload.calls)][1][0], call_id)
+        threads.append(threading.Thread(target=once, args=(call_id, body)))
+        threads[-1].start()
+        time.sleep(1.0 / n)
+    for t in threads:
+        t.join()
+
+
+def lost_by_client(stack, log):
+    """Calls lost for each kind of client and phase: a one-shot client's call is lost when
+    it got no 2xx (it never sends it again), or got one and the call is not stored."""
+    table = {}
+    for kind, phase, call_id, body, attempts in log.submissions:
+        if kind != "one-shot":
+            continue
+        row = table.setdefault((kind, phase), {"sent": 0, "lost": 0, "statuses": {}})
+        row["sent"] += 1
+        status = attempts[-1][0]
+        row["statuses"][status] = row["statuses"].get(status, 0) + 1
+        if status not in (200, 201, 202):
+            row["lost"] += 1
+            continue
+        stored = stack.get_call(call_id, workspace=log.workspaces.get(call_id))
+        if stored is None or body not in {stored["raw"].encode()}:
+            row["lost"] += 1
+    return table
+
+
 def check(stack, log):
-    """The report: counts of every promise kept or broken."""
+    """The report: counts of every promise kept or broken (retrying clients)."""
     by_call = {}
-    for call_id, body, attempts in log.submissions:
-        by_call.setdefault(call_id, []).append((body, attempts))
-    r = {"submissions": len(log.submissions), "attempts": 0, "acknowledged": 0, "lost": 0, "doubled": 0,
+    for kind, _, call_id, body, attempts in log.submissions:
+        if kind == "retrying":
+            by_call.setdefault(call_id, []).append((body, attempts))
+    r = {"submissions": sum(len(s) for s in by_call.values()), "attempts": 0, "acknowledged": 0, "lost": 0, "doubled": 0,
          "500 answers": 0, "503 without Retry-After": 0, "never new": 0, "unreadable": 0, "gave up": 0}
     latencies = []
     id_owner = {}
@@ -179,37 +275,67 @@ def check(stack, log):
 BROKEN = ["lost", "doubled", "500 answers", "503 without Retry-After", "never new", "unreadable"]
 
 
-def run(stack, seconds, seed, workers, out=sys.stdout):
-    """Drives `stack` under random faults for `seconds`, then checks; answers the report
-    and the faults injected by kind."""
+PHASES = ["random", "outage", "s3", "burst"]
+OUTAGE_SECONDS = 30
+S3_SECONDS = 20
+
+
+def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_shot=0):
+    """Drives `stack` through `phases` (the random faults for `seconds`), then checks;
+    answers the report, the faults injected by kind, and the one-shot clients' losses."""
     rng = random.Random(seed)
     workload = Workload(stack, rng)
     stack.faults.seed(seed)
     stack.faults.reset_stats()
     # The faults are DynamoDB's; the clients' own rate limit is tested elsewhere.
     stack.ctl("workspace", "limit", "--id", stack.dev["workspace_id"], "--per-second", 1000)
-    for fault, op, rate in FAULTS:
-        stack.faults.add({"op": op, "fault": fault, "rate": rate, "table": stack.calls_table, "seconds": 3.5})
-    for fault, op, rate in S3_FAULTS:
-        stack.faults.add({"service": "s3", "op": op, "fault": fault, "rate": rate,
-                          "table": stack.env["FRAMES_BUCKET"], "seconds": 3.5})
+    log = Log()
+    bucket = stack.env["FRAMES_BUCKET"]
     started = time.time()
     try:
-        log = drive(stack, workload, seconds, seed, workers)
+        for phase in phases:
+            if phase == "random":
+                for fault, op, rate in FAULTS:
+                    stack.faults.add({"op": op, "fault": fault, "rate": rate, "table": stack.calls_table,
+                                      "seconds": 3.5})
+                for fault, op, rate in S3_FAULTS:
+                    stack.faults.add({"service": "s3", "op": op, "fault": fault, "rate": rate, "table": bucket,
+                                      "seconds": 3.5})
+                drive(stack, workload, seconds, seed, workers, log, phase, one_shot)
+            elif phase == "outage":
+                for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
+                    stack.faults.add({"op": "*", "fault": "internal", "rate": 1.0, "table": table})
+                drive(stack, workload, OUTAGE_SECONDS, seed, workers, log, phase, one_shot)
+            elif phase == "s3":
+                stack.faults.add({"service": "s3", "op": "PutObject", "fault": "slowdown", "rate": 0.34,
+                                  "table": bucket})
+                drive(stack, workload, S3_SECONDS, seed, workers, log, phase, one_shot)
+            elif phase == "burst":
+                burst(stack, workload, log, seed=seed)
+            else:
+                raise ValueError(f"no phase {phase!r}; one of {PHASES}")
+            stack.faults.clear()
     finally:
         stack.faults.clear()
     elapsed = time.time() - started
     injected = stack.faults.stats()["injected"]
     report = check(stack, log)
-    print(f"\nchaos: {seconds} s ({elapsed:.0f} s with the last submissions), seed {seed}, "
-          f"{workers} clients, {stack.instances} instances per function", file=out)
+    one_shot_lost = lost_by_client(stack, log)
+    print(f"\nchaos: phases {', '.join(phases)} ({seconds} s of random faults; {elapsed:.0f} s in all), seed "
+          f"{seed}, {workers} retrying and {one_shot} one-shot clients, {stack.instances} instances per function",
+          file=out)
     print("\n| faults injected | count |\n|---|---|", file=out)
     for kind in sorted(injected):
         print(f"| {kind} | {injected[kind]} |", file=out)
-    print("\n| measure | value |\n|---|---|", file=out)
+    print("\n| measure (retrying clients) | value |\n|---|---|", file=out)
     for key in ["calls", "submissions", "attempts", "acknowledged", "gave up", *BROKEN, "p50 latency", "p99 latency"]:
         flag = " (must be 0)" if key in BROKEN else ""
         print(f"| {key}{flag} | {report[key]} |", file=out)
+    if one_shot_lost:
+        print("\n| one-shot clients, phase | calls sent | lost | answers |\n|---|---|---|---|", file=out)
+        for (kind, phase), row in sorted(one_shot_lost.items(), key=lambda kv: PHASES.index(kv[0][1])):
+            answers = ", ".join(f"{s or 'timeout'}: {n}" for s, n in sorted(row["statuses"].items(), key=str))
+            print(f"| {phase} | {row['sent']} | {row['lost']} | {answers} |", file=out)
     broken = [k for k in BROKEN if report[k]]
     print(f"\n{'BROKEN: ' + ', '.join(broken) if broken else 'every promise held'}", file=out)
     return report, injected
@@ -221,9 +347,11 @@ def main():
     p.add_argument("--seed", type=int, default=int(os.environ.get("CHAOS_SEED", time.time())))
     p.add_argument("--workers", type=int, default=12)
     p.add_argument("--instances", type=int, default=8)
+    p.add_argument("--phases", default=os.environ.get("CHAOS_PHASES", ",".join(PHASES)))
+    p.add_argument("--one-shot", type=int, default=4, help="one-shot clients alongside the retrying ones")
     a = p.parse_args()
     with Stack(instances=a.instances) as stack:
-        report, _ = run(stack, a.seconds, a.seed, a.workers)
+        report, _ = run(stack, a.seconds, a.seed, a.workers, phases=a.phases.split(","), one_shot=a.one_shot)
     sys.exit(1 if any(report[k] for k in BROKEN) else 0)
 
 
