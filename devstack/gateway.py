@@ -73,9 +73,46 @@ def template_routes(path=TEMPLATE):
     return routes
 
 
+def template_schedules(path=TEMPLATE):
+    """The functions template.yaml runs on a schedule (an EventBridge `Schedule` event):
+    their binaries."""
+    import yaml
+
+    with open(path) as f:
+        template = yaml.safe_load(f)
+    return [
+        resource["Metadata"]["BuildProperties"]["Binary"]
+        for resource in template["Resources"].values()
+        if resource.get("Type") == "AWS::Serverless::Function"
+        and any(e.get("Type") == "Schedule" for e in resource["Properties"].get("Events", {}).values())
+    ]
+
+
+def scheduled_event():
+    """What EventBridge hands a function run on a schedule."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "000000000000", "time": now, "region": os.environ.get("AWS_REGION", "us-east-1"),
+            "resources": [], "detail": {}}
+
+
+def run_on_schedule(function, seconds):
+    """Invokes `function` every `seconds` (AWS: the template's rate; locally shorter, so a
+    test need not wait a minute), one invocation at a time."""
+    def loop():
+        while True:
+            time.sleep(seconds)
+            function.invoke(json.dumps(scheduled_event()).encode())
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
 # (method, path, function). A route with the request's method wins over ANY, as in API
 # Gateway; `{name}` is one path segment.
 ROUTES = template_routes()
+SCHEDULED = template_schedules()
+# How often scheduled functions run locally (`LOCAL_SCHEDULE_SECONDS`, default 5).
+LOCAL_SCHEDULE_SECONDS = float(os.environ.get("LOCAL_SCHEDULE_SECONDS", "5"))
 # Lambda's limit on a function's answer (a synchronous invocation's response payload).
 RESPONSE_LIMIT = 6 * 1024 * 1024
 
@@ -382,6 +419,11 @@ def main():
             f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
             functions[name] = f
             started.append(f)
+    for name in SCHEDULED:
+        f = Function(name, os.path.join(args.bin, name), 1, os.environ, sys.stderr)
+        functions[name] = f
+        started.append(f)
+        run_on_schedule(f, LOCAL_SCHEDULE_SECONDS)
     # SO_REUSEADDR is set before bind (HTTPServer.allow_reuse_address).
     server = Server((args.host, args.port), front_handler(functions))
 

@@ -36,11 +36,13 @@ pub struct RequestLog {
     pub problem: Option<&'static str>,
     pub bytes_in: usize,
     pub stored: Option<Stored>,
+    /// Accepted as pending (202), committed later.
+    pub accepted: bool,
 }
 
 impl RequestLog {
     pub fn new(endpoint: Endpoint, bytes_in: usize) -> Self {
-        RequestLog { endpoint, workspace: None, status: 0, problem: None, bytes_in, stored: None }
+        RequestLog { endpoint, workspace: None, status: 0, problem: None, bytes_in, stored: None, accepted: false }
     }
 
     /// Writes the request line, and in Lambda (`emf`) the metrics line.
@@ -53,6 +55,7 @@ impl RequestLog {
             status = self.status,
             problem = self.problem,
             is_new = self.stored.map(|s| s.is_new()),
+            accepted = self.accepted,
             revision = self.stored.map(|s| s.revision),
             bytes_in = self.bytes_in,
             bytes_stored = self.stored.map_or(0, |s| s.bytes_written),
@@ -78,6 +81,7 @@ impl RequestLog {
                         {"Name": "CallsCreated", "Unit": "Count"},
                         {"Name": "Replays", "Unit": "Count"},
                         {"Name": "Revisions", "Unit": "Count"},
+                        {"Name": "Accepted", "Unit": "Count"},
                         {"Name": "Rejected", "Unit": "Count"},
                         {"Name": "BytesStored", "Unit": "Bytes"}
                     ]
@@ -89,6 +93,7 @@ impl RequestLog {
             "CallsCreated": count(Outcome::Created),
             "Replays": count(Outcome::Unchanged),
             "Revisions": count(Outcome::Revised),
+            "Accepted": u8::from(self.accepted),
             "Rejected": u8::from(self.status >= 400),
             "BytesStored": self.stored.map_or(0, |s| s.bytes_written),
         })

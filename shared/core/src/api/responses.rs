@@ -16,7 +16,16 @@ pub struct CreateCallResponse<'a> {
 pub struct SendCallDataResponse<'a> {
     pub success: bool,
     pub call_id: &'a str,
-    /// The internal id as a decimal string.
-    pub service_call_id: String,
+    /// The internal id as a decimal string; `null` when the call was accepted (202) and is
+    /// committed later.
+    pub service_call_id: Option<String>,
     pub message: &'static str,
+}
+
+/// Operation B's answer to a call accepted and committed later (202).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AcceptedResponse<'a> {
+    pub provider_call_id: &'a str,
+    /// Always `"accepted"`.
+    pub status: &'static str,
 }

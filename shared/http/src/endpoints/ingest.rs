@@ -1,6 +1,8 @@
 //! Operations A and B: credential → query → workspace → agent → body (size, type,
 //! encoding) → parse → validate → normalise → store → answer.
 
+use std::time::Duration;
+
 use lambda_http::http::{header, Response};
 use lambda_http::{Body, Request};
 
@@ -10,36 +12,52 @@ use crate::logging::RequestLog;
 use crate::problems::{self, denied, directory_problem, storage_problem};
 use crate::respond;
 use crate::{Backend, Endpoint};
-use call_ingest_core::api::responses::{CreateCallResponse, SendCallDataResponse};
+use call_ingest_core::api::responses::{AcceptedResponse, CreateCallResponse, SendCallDataResponse};
 use call_ingest_core::api::send_call_data::{peek_agent_id, PEEK_BYTES};
 use call_ingest_core::api::{Code, Problem, Violation};
 use call_ingest_core::call::{self, CallDocument, Operation};
-use call_ingest_store::calls::{Outcome, Owner, Stored};
+use call_ingest_store::calls::{Outcome, Owner, StoreError, Stored};
 use call_ingest_store::directory::AgentRef;
 
-/// A stored call, to answer with.
+/// How long S3 and DynamoDB get to store a call (its compression not counted) before it is
+/// made durable as pending and answered 202: with the pending write's own bound, the
+/// answer comes well inside the 10 s a one-shot client waits.
+const COMMIT_BUDGET: Duration = Duration::from_secs(4);
+/// How long S3 gets to take a pending submission before the answer is 503.
+const PENDING_BUDGET: Duration = Duration::from_millis(2500);
+
+/// A stored or accepted call, to answer with.
 pub(crate) struct Reply {
-    stored: Stored,
+    /// `None`: accepted (durable in S3 as pending), committed later.
+    stored: Option<Stored>,
     call_id: String,
 }
 
 impl Reply {
     pub(crate) fn respond(self, operation: Operation, request_id: &str) -> Response<Body> {
-        let status = if self.stored.is_new() { 201 } else { 200 };
-        let body = match operation {
-            Operation::CreateCall => serde_json::to_vec(&CreateCallResponse {
-                id: self.stored.id,
+        let status = match self.stored {
+            None => 202,
+            Some(stored) if stored.is_new() => 201,
+            Some(_) => 200,
+        };
+        let body = match (operation, self.stored) {
+            (Operation::CreateCall, Some(stored)) => serde_json::to_vec(&CreateCallResponse {
+                id: stored.id,
                 provider_call_id: &self.call_id,
-                is_new: self.stored.is_new(),
+                is_new: stored.is_new(),
             }),
-            Operation::SendCallData => serde_json::to_vec(&SendCallDataResponse {
+            (Operation::CreateCall, None) => {
+                serde_json::to_vec(&AcceptedResponse { provider_call_id: &self.call_id, status: "accepted" })
+            }
+            (Operation::SendCallData, stored) => serde_json::to_vec(&SendCallDataResponse {
                 success: true,
                 call_id: &self.call_id,
-                service_call_id: self.stored.id.to_string(),
-                message: match self.stored.outcome {
-                    Outcome::Created => "Call stored",
-                    Outcome::Unchanged => "Call already stored; nothing changed",
-                    Outcome::Revised => "Call already stored; its content was updated",
+                service_call_id: stored.map(|s| s.id.to_string()),
+                message: match stored.map(|s| s.outcome) {
+                    None => "Call accepted; it is stored within a minute",
+                    Some(Outcome::Created) => "Call stored",
+                    Some(Outcome::Unchanged) => "Call already stored; nothing changed",
+                    Some(Outcome::Revised) => "Call already stored; its content was updated",
                 },
             }),
         };
@@ -72,7 +90,7 @@ pub(crate) async fn process(
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body)?;
             let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
-            store_call(backend, workspace_id, &agent.id, &doc, &body, log).await
+            store_call(backend, operation, workspace_id, &agent.id, &doc, &body, log).await
         }
         Operation::SendCallData => {
             // The agent is named in the body. Only its first bytes are read (and
@@ -102,27 +120,45 @@ pub(crate) async fn process(
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
-            store_call(backend, workspace_id, &agent.id, &doc, &body, log).await
+            store_call(backend, operation, workspace_id, &agent.id, &doc, &body, log).await
         }
     }
 }
 
-/// Stores the call; its reply, or the problem storing it.
+/// Stores the call; its reply, or the problem storing it. When DynamoDB cannot commit it
+/// within [`COMMIT_BUDGET`] (down, throttled, slow), the call is made durable in S3 as
+/// pending and accepted (202), to be committed later; only when S3 cannot take it either
+/// is the answer 503. A write still in flight when the budget ends may be applied
+/// meanwhile: committing the pending copy then finds it, and changes nothing.
 async fn store_call(
     backend: &Backend,
+    operation: Operation,
     workspace_id: u64,
     agent_id: &str,
     doc: &CallDocument,
     raw: &[u8],
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
-    let stored = backend
-        .store()
-        .put_call(Owner { workspace_id, agent_id }, doc, raw)
-        .await
-        .map_err(|e| storage_problem(e, "the call could not be stored"))?;
-    log.stored = Some(stored);
-    Ok(Reply { stored, call_id: doc.call_id().to_owned() })
+    let owner = Owner { workspace_id, agent_id };
+    let call_id = doc.call_id().to_owned();
+    let failed = match backend.store().put_call_within(owner, doc, raw, COMMIT_BUDGET).await {
+        Ok(stored) => {
+            log.stored = Some(stored);
+            return Ok(Reply { stored: Some(stored), call_id });
+        }
+        Err(e @ StoreError::Internal(_)) => return Err(storage_problem(e, "the call could not be stored")),
+        Err(e @ StoreError::Unavailable(_)) => e,
+    };
+    tracing::warn!(reason = %failed, "call not committed in time; kept as pending");
+    let pending = tokio::time::timeout(PENDING_BUDGET, backend.store().put_pending(owner, operation, &call_id, raw));
+    match pending.await {
+        Ok(Ok(_)) => {
+            log.accepted = true;
+            Ok(Reply { stored: None, call_id })
+        }
+        Ok(Err(e)) => Err(storage_problem(e, "the call could not be stored")),
+        Err(_) => Err(storage_problem(failed, "the call could not be stored")),
+    }
 }
 
 /// The checks on a body before it is read, only told to an authenticated caller: 413 for

@@ -407,7 +407,11 @@ async fn erasing_removes_every_item_and_a_later_submission_is_a_new_call() {
     assert_eq!(left.len(), 1, "nothing of it remains but its tombstone: {left:?}");
     let mut attributes: Vec<&str> = left[0].keys().map(String::as_str).collect();
     attributes.sort();
-    assert_eq!(attributes, ["erased_ids", "expires_at", "pk", "sk", "submission"], "the tombstone holds no content");
+    assert_eq!(
+        attributes,
+        ["erased_at", "erased_ids", "expires_at", "pk", "sk", "submission"],
+        "the tombstone holds no content"
+    );
     assert_eq!(items_of(&items, "keep-me"), 1);
     assert_eq!(f.t.objects().await, Vec::<String>::new(), "its frame is gone from S3 too");
 

@@ -3,6 +3,7 @@
 //! `anonymous_cost` (a global allocator) and `logging` (tracing's process-wide caches) are
 //! binaries of their own.
 
+mod accepted;
 mod compressed_bodies;
 mod credentials;
 mod events;

@@ -4,7 +4,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{get_s, n, s, Item, ERASED_IDS};
+use super::item::{get_s, n, s, Item, ERASED_AT, ERASED_IDS};
 use super::submission::Submission;
 use super::{Store, StoreError};
 
@@ -37,8 +37,10 @@ impl Store {
         let mut head = sub.head(id, 1, &sub.made_at());
         let mut put = Put::builder().table_name(&self.table).condition_expression(ON_NOTHING);
         if let Some(tombstone) = tombstone {
-            if let Some(erased) = tombstone.get(ERASED_IDS) {
-                head.insert(ERASED_IDS.into(), erased.clone());
+            for carried in [ERASED_IDS, ERASED_AT] {
+                if let Some(value) = tombstone.get(carried) {
+                    head.insert(carried.into(), value.clone());
+                }
             }
             put = put
                 .condition_expression(OVER_TOMBSTONE)

@@ -22,7 +22,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{
-    call_pk, get_s, get_u64, is_erasing, n, names_erased, s, Item, ERASED_IDS, ERASING, FRAME_KEY, HEAD,
+    call_pk, get_s, get_u64, is_erasing, n, names_erased, s, Item, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD,
 };
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
@@ -77,6 +77,8 @@ impl Store {
                 tokio::time::sleep(backoff(round)).await;
                 continue;
             }
+            // Its pending submissions (accepted, not committed yet) go too: the erase wins.
+            self.delete_pending_of(workspace_id, call_id).await?;
             let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
             futures_util::future::try_join_all(frames.map(|key| self.frames.delete(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
@@ -172,6 +174,7 @@ impl Store {
             .item("pk", s(pk))
             .item("sk", s(HEAD))
             .item(ERASED_IDS, AttributeValue::Ns(erased))
+            .item(ERASED_AT, n(super::now_ms()))
             // Its own token: a create over it is conditioned on it being this tombstone.
             .item("submission", s(super::random_hex(8)?))
             .item(tables::TTL_ATTRIBUTE, n(expires))

@@ -39,6 +39,16 @@ pub fn is_erasing(head: &Item) -> bool {
     head.contains_key(ERASING)
 }
 
+/// On a tombstone, and carried forward on the heads of a call stored again over it: when the
+/// last erase under this key happened (epoch ms). A pending submission received before it
+/// is dropped when committed (`pending`).
+pub const ERASED_AT: &str = "erased_at";
+
+/// When the last erase under `item`'s key happened; 0 when none did.
+pub fn erased_at(item: &Item) -> u64 {
+    get_u64(item, ERASED_AT).unwrap_or(0)
+}
+
 /// Whether `item`, read at a head's key, is an erase's tombstone rather than a call.
 pub fn is_tombstone(item: &Item) -> bool {
     !item.contains_key("id")

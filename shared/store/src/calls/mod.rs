@@ -22,6 +22,7 @@ pub mod ids;
 pub mod item;
 pub mod list;
 mod migrate;
+pub mod pending;
 pub mod query;
 mod read;
 mod revise;
@@ -37,7 +38,7 @@ use call_ingest_core::call::CallDocument;
 use create::Creation;
 use error::{transaction_outcome, Transaction};
 use ids::IdBlocks;
-use item::{get_u64, is_tombstone, names_erased, s, Item, HEAD};
+use item::{erased_at, get_u64, is_tombstone, names_erased, s, Item, HEAD};
 use submission::{id_and_revision, Submission};
 
 pub use erase::Erased;
@@ -123,8 +124,49 @@ impl Store {
     /// Stores a submission: creates the call, leaves it as it is, or adds a revision.
     /// `raw` is the request body exactly as received.
     pub async fn put_call(&self, owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Stored, StoreError> {
+        let sub = Submission::prepare(owner, doc, raw)?;
+        self.commit(owner, doc.call_id(), sub, None).await?.ok_or_else(dropped)
+    }
+
+    /// [`Store::put_call`], with at most `budget` for S3 and DynamoDB (compressing the
+    /// call is not counted): past it, "try again" (the write in flight may still apply).
+    pub async fn put_call_within(
+        &self,
+        owner: Owner<'_>,
+        doc: &CallDocument,
+        raw: &[u8],
+        budget: Duration,
+    ) -> Result<Stored, StoreError> {
+        let sub = Submission::prepare(owner, doc, raw)?;
+        match tokio::time::timeout(budget, self.commit(owner, doc.call_id(), sub, None)).await {
+            Ok(committed) => committed?.ok_or_else(dropped),
+            Err(_) => Err(StoreError::Unavailable(format!("not stored within {} ms", budget.as_millis()))),
+        }
+    }
+
+    /// [`Store::put_call`], for a submission received at `received` (epoch ms) and
+    /// committed later: `None` when its call was erased after it was received (the erase
+    /// wins; nothing is written).
+    pub(super) async fn put_call_received(
+        &self,
+        owner: Owner<'_>,
+        doc: &CallDocument,
+        raw: &[u8],
+        received: u64,
+    ) -> Result<Option<Stored>, StoreError> {
+        let sub = Submission::prepare(owner, doc, raw)?;
+        self.commit(owner, doc.call_id(), sub, Some(received)).await
+    }
+
+    /// Writes a prepared submission (see [`Store::put_call_received`]).
+    async fn commit(
+        &self,
+        owner: Owner<'_>,
+        call_id: &str,
+        mut sub: Submission,
+        received: Option<u64>,
+    ) -> Result<Option<Stored>, StoreError> {
         let started = Instant::now();
-        let mut sub = Submission::prepare(owner, doc, raw)?;
         let mut requests = 0;
         // The head as last read: `None` until read (a small call tries to create first).
         let mut seen: Option<Option<Item>> = None;
@@ -134,9 +176,9 @@ impl Store {
             requests += 1;
             let head = self.head(&sub.pk).await?;
             if let Some(head) = head.as_ref().filter(|h| sub.same_content(h)) {
-                return unchanged(head, requests);
+                return unchanged(head, requests).map(Some);
             }
-            self.frames.put(&key, frame, owner, doc.call_id(), sub.received_ms).await?;
+            self.frames.put(&key, frame, owner, call_id, sub.received_ms).await?;
             seen = Some(head);
         }
         // The id this submission creates the call with, once taken. It is given back only
@@ -161,10 +203,10 @@ impl Store {
                     requests += 1;
                     let creation = match self.create(&sub, new_id, tombstone.as_ref()).await {
                         Ok(creation) => creation,
-                        Err(e) => return self.settle(&sub, Some(new_id), e, requests).await,
+                        Err(e) => return self.settle(&sub, Some(new_id), e, requests).await.map(Some),
                     };
                     let found = match creation {
-                        Creation::Created => return Ok(sub.stored(new_id, Outcome::Created, 1, requests)),
+                        Creation::Created => return Ok(Some(sub.stored(new_id, Outcome::Created, 1, requests))),
                         Creation::Conflict => {
                             tokio::time::sleep(backoff(attempt)).await;
                             continue;
@@ -186,9 +228,14 @@ impl Store {
                         // This request's own create, applied by an attempt whose reply was
                         // lost (the call may have been revised since, or erased: then it
                         // was created and is gone; its id is never handed out again).
-                        return Ok(sub.stored(new_id, Outcome::Created, 1, requests));
+                        return Ok(Some(sub.stored(new_id, Outcome::Created, 1, requests)));
                     }
                     if is_tombstone(&found) {
+                        if received.is_some_and(|r| erased_at(&found) >= r) {
+                            // Erased after this submission was received: the erase wins.
+                            self.ids.give_back(new_id).await;
+                            return Ok(None);
+                        }
                         tombstone = Some(found);
                         continue;
                     }
@@ -197,19 +244,24 @@ impl Store {
                     found
                 }
             };
+            if received.is_some_and(|r| erased_at(&head) > r) {
+                // Created anew after an erase that came after this submission: the erase
+                // wins, and the new call is not this submission's.
+                return Ok(None);
+            }
             if sub.same_content(&head) {
                 if sub.wrote(&head) {
                     // This request's own revision, applied by an attempt whose reply was lost.
                     let (id, revision) = id_and_revision(&head)?;
-                    return Ok(sub.stored(id, Outcome::Revised, revision, requests));
+                    return Ok(Some(sub.stored(id, Outcome::Revised, revision, requests)));
                 }
-                return unchanged(&head, requests);
+                return unchanged(&head, requests).map(Some);
             }
             requests += 1;
             match self.revise(&sub, &head).await {
-                Ok(Some(stored)) => return Ok(Stored { requests, ..stored }),
+                Ok(Some(stored)) => return Ok(Some(Stored { requests, ..stored })),
                 Ok(None) => {}
-                Err(e) => return self.settle(&sub, None, e, requests).await,
+                Err(e) => return self.settle(&sub, None, e, requests).await.map(Some),
             }
             tokio::time::sleep(backoff(attempt)).await;
             requests += 1;
@@ -278,6 +330,11 @@ impl Submission {
     fn stored(&self, id: u64, outcome: Outcome, revision: u64, requests: u32) -> Stored {
         Stored { id, outcome, revision, bytes_written: self.bytes, requests }
     }
+}
+
+/// Only a submission committed later (with a received time) can be dropped.
+fn dropped() -> StoreError {
+    StoreError::Internal("a submission without a received time was dropped".into())
 }
 
 fn unchanged(head: &Item, requests: u32) -> Result<Stored, StoreError> {

@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_IDS};
+use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_AT, ERASED_IDS};
 use super::submission::{id_and_revision, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
@@ -19,7 +19,7 @@ impl Store {
         // A call keeps its place in the listings (its first start, else when it was first
         // received): one that moved while a client pages through would be listed twice,
         // or skipped.
-        for carried in ["listed_ms", ERASED_IDS] {
+        for carried in ["listed_ms", ERASED_IDS, ERASED_AT] {
             if let Some(value) = old.get(carried) {
                 head.insert(carried.into(), value.clone());
             }
@@ -27,7 +27,7 @@ impl Store {
         let mut kept = old.clone();
         kept.insert("sk".into(), s(revision_sk(revision)));
         // Only heads are indexed (found by id, listed), and only they guard erased ids.
-        for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &super::item::ERASING]) {
+        for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING]) {
             kept.remove(*key);
         }
         // The head must still be the one read: the same revision of the same call, written

@@ -105,7 +105,18 @@ fn functions_have_least_privilege_iam() {
         .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
         .map(|(name, _)| name)
         .collect();
-    assert_eq!(declared.len(), functions.len(), "every function is checked here: {declared:?}");
+    // The committer is checked on its own below and in the frames' test.
+    assert_eq!(declared.len(), functions.len() + 1, "every function is checked here: {declared:?}");
+    let committer = &t["Resources"]["CommitPendingFunction"]["Properties"];
+    assert_eq!(committer["ReservedConcurrentExecutions"], 1, "one sweep at a time");
+    for statement in committer["Policies"][0]["Statement"].as_array().unwrap() {
+        let actions = statement["Action"].to_string();
+        assert!(
+            !actions.contains('*') && !actions.contains("Delete") || actions.contains("s3:DeleteObject"),
+            "{actions}"
+        );
+        assert_ne!(statement["Resource"]["Fn::GetAtt"][0], "DirectoryTable", "the committer never reads credentials");
+    }
     for function in functions {
         let f = &t["Resources"][function]["Properties"];
         assert!(f["Policies"].is_array(), "{function} has explicit policies");
@@ -169,11 +180,11 @@ fn functions_have_least_privilege_iam() {
         }
     }
     // The readers cannot change a call; the eraser can only mark it, delete it and its
-    // frames, and leave a tombstone.
+    // frames and pending submissions (listed under pending/ only), and leave a tombstone.
     let reads = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "s3:GetObject"];
     for (function, allowed) in readers.iter().map(|r| (*r, &[][..])).chain([(
         "EraseCallFunction",
-        &["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "s3:DeleteObject"][..],
+        &["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "s3:DeleteObject", "s3:ListBucket"][..],
     )]) {
         for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
             if statement["Sid"] != "CountRequests" {
@@ -198,34 +209,89 @@ fn reads_only(action: &str) -> bool {
     ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:Scan"].contains(&action)
 }
 
-/// Each function touches the frames' bucket only as its job needs, and only under
-/// `frames/`: senders write, readers read, the eraser deletes, the lister nothing; nobody
-/// lists the bucket. The bucket is private, encrypted, and refuses plain HTTP.
+/// What a function's statements allow on S3: (action, what: `frames/*`, `pending/*`,
+/// `failed/*`, or `bucket` for the bucket itself), in order.
+fn s3_rights(t: &Value, function: &str) -> Vec<(String, String)> {
+    let mut rights = Vec::new();
+    for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
+        let resources: Vec<&Value> = match statement["Resource"].as_array() {
+            Some(list) => list.iter().collect(),
+            None => vec![&statement["Resource"]],
+        };
+        for action in statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str) {
+            if !action.starts_with("s3:") {
+                continue;
+            }
+            for resource in &resources {
+                let what = match (resource["Fn::Sub"].as_str(), resource["Fn::GetAtt"][0].as_str()) {
+                    (Some(sub), _) => {
+                        sub.strip_prefix("${FramesBucket.Arn}/").expect("only the frames' bucket").to_owned()
+                    }
+                    (None, Some("FramesBucket")) => {
+                        assert_eq!(
+                            statement["Condition"]["StringLike"]["s3:prefix"],
+                            serde_json::json!(["pending/*"]),
+                            "{function}: listing bound to pending/"
+                        );
+                        "bucket".to_owned()
+                    }
+                    _ => panic!("{function}: {action} on {resource}"),
+                };
+                rights.push((action.to_owned(), what));
+            }
+        }
+    }
+    rights
+}
+
+/// Each function touches the frames' bucket only as its job needs: senders write frames and
+/// pending calls, readers read frames, the eraser deletes the call's frames and pending
+/// calls, the committer commits pending calls, the lister nothing. Only the eraser and the
+/// committer list, and only `pending/`. The bucket is private, encrypted, TLS only.
 #[test]
 fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
     let t = template();
-    let expected: [(&str, &[&str]); 7] = [
-        ("SendCallDataFunction", &["s3:PutObject"]),
-        ("CreateCallFunction", &["s3:PutObject"]),
-        ("GetCallFunction", &["s3:GetObject"]),
-        ("CallRevisionsFunction", &["s3:GetObject"]),
-        ("GetCallRawFunction", &["s3:GetObject"]),
-        ("EraseCallFunction", &["s3:DeleteObject"]),
+    let sender = [("s3:PutObject", "frames/*"), ("s3:PutObject", "pending/*")];
+    let reader = [("s3:GetObject", "frames/*")];
+    let expected: [(&str, &[(&str, &str)]); 8] = [
+        ("SendCallDataFunction", &sender),
+        ("CreateCallFunction", &sender),
+        ("GetCallFunction", &reader),
+        ("CallRevisionsFunction", &reader),
+        ("GetCallRawFunction", &reader),
+        (
+            "EraseCallFunction",
+            &[("s3:DeleteObject", "frames/*"), ("s3:DeleteObject", "pending/*"), ("s3:ListBucket", "bucket")],
+        ),
         ("ListCallsFunction", &[]),
+        (
+            "CommitPendingFunction",
+            &[
+                ("s3:ListBucket", "bucket"),
+                ("s3:GetObject", "pending/*"),
+                ("s3:DeleteObject", "pending/*"),
+                ("s3:PutObject", "frames/*"),
+                ("s3:PutObject", "failed/*"),
+            ],
+        ),
     ];
     for (function, wanted) in expected {
-        let mut actions = Vec::new();
-        for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
-            for action in statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str) {
-                if action.starts_with("s3:") {
-                    assert_eq!(statement["Resource"]["Fn::Sub"], "${FramesBucket.Arn}/frames/*", "{function}");
-                    actions.push(action);
-                }
-            }
+        let mut got = s3_rights(&t, function);
+        let mut wanted: Vec<(String, String)> = wanted.iter().map(|(a, w)| (a.to_string(), w.to_string())).collect();
+        got.sort();
+        wanted.sort();
+        assert_eq!(got, wanted, "{function}");
+    }
+    assert_eq!(t["Globals"]["Function"]["Environment"]["Variables"]["FRAMES_BUCKET"]["Ref"], "FramesBucket");
+    // The committer writes calls as the senders do: call items and the id counter only.
+    for statement in
+        t["Resources"]["CommitPendingFunction"]["Properties"]["Policies"][0]["Statement"].as_array().unwrap()
+    {
+        let actions: Vec<&str> = statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        if actions.iter().any(|a| a.starts_with("dynamodb:") && *a != "dynamodb:GetItem") {
+            let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
+            assert!(keys == &serde_json::json!(["CALL#*"]) || keys == &serde_json::json!(["COUNTER"]), "{statement}");
         }
-        assert_eq!(actions, wanted, "{function}");
-        let env = &t["Globals"]["Function"]["Environment"]["Variables"];
-        assert_eq!(env["FRAMES_BUCKET"]["Ref"], "FramesBucket");
     }
     let bucket = &t["Resources"]["FramesBucket"]["Properties"];
     assert_eq!(bucket["PublicAccessBlockConfiguration"]["RestrictPublicBuckets"], true);

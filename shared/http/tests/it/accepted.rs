@@ -1,0 +1,135 @@
+//! Durable before the answer: a valid call DynamoDB cannot commit in time is kept in S3 as
+//! pending and answered 202, then committed by the sweep through the same idempotent path;
+//! when S3 cannot take it either, the answer is 503 with Retry-After; an erase wins over a
+//! pending submission received before it.
+
+use std::time::{Duration, Instant};
+
+use crate::requests::*;
+use call_ingest_core::Operation;
+use call_ingest_store::calls::pending::PREFIX;
+use call_ingest_store::directory::scopes::Scopes;
+use serde_json::json;
+use testkit::{two_workspaces, TwoWorkspaces};
+
+const Q: [(&str, &str); 2] = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+
+async fn post_b(f: &TwoWorkspaces, call_id: &str) -> Answer {
+    send(
+        &f.backend,
+        Operation::CreateCall,
+        request(Operation::CreateCall, Some(&f.key1), &Q, &create_call_body(call_id)),
+    )
+    .await
+}
+
+async fn pending(f: &TwoWorkspaces) -> Vec<String> {
+    f.t.objects().await.into_iter().filter(|k| k.starts_with(PREFIX)).collect()
+}
+
+/// Runs the committer's sweep now.
+async fn sweep(f: &TwoWorkspaces) -> call_ingest_store::calls::pending::Sweep {
+    let later = call_ingest_store::calls::now_ms() + 1;
+    f.backend.store().sweep_pending(later, Instant::now() + Duration::from_secs(20)).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_call_dynamodb_cannot_take_is_accepted_then_committed_once_it_returns() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    // The Calls table fails every request (an outage); the directory still answers.
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    let started = Instant::now();
+    let a = post_b(&f, "while-down").await;
+    assert!(started.elapsed() < Duration::from_secs(8), "answered within a one-shot client's patience");
+    assert_eq!((a.status, a.body.clone()), (202, json!({"provider_call_id": "while-down", "status": "accepted"})));
+    assert_eq!(pending(&f).await.len(), 1, "durable in S3 before the answer");
+    // Still down: the sweep leaves it pending.
+    assert_eq!(sweep(&f).await.left, 1);
+    f.t.clear_faults(&f.t.calls);
+    assert_eq!(sweep(&f).await.committed, 1);
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    // A replay now answers as usual, with the id; is_new was never given.
+    let again = post_b(&f, "while-down").await;
+    assert_eq!((again.status, again.body["is_new"].as_bool()), (200, Some(false)), "{}", again.body);
+    let stored = f.backend.store().get_call(1, "while-down", false).await.unwrap().expect("committed");
+    assert_eq!(stored.call_id, "while-down");
+    assert_eq!(sweep(&f).await, Default::default(), "nothing left to commit");
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn operation_a_answers_202_with_its_envelope_and_no_id() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = f.backend.directory().list_agents(1).await.unwrap().remove(0);
+    f.t.fault(json!({"op": "*", "fault": "throttle", "times": 1000}));
+    let body = send_call_data_body(&agent.id, "a-while-throttled");
+    let a =
+        send(&f.backend, Operation::SendCallData, request(Operation::SendCallData, Some(&f.key1), &[], &body)).await;
+    assert_eq!(a.status, 202, "{}", a.body);
+    assert_eq!(
+        a.body,
+        json!({"success": true, "callId": "a-while-throttled", "serviceCallId": null,
+               "message": "Call accepted; it is stored within a minute"})
+    );
+    f.t.clear_faults(&f.t.calls);
+    assert_eq!(sweep(&f).await.committed, 1);
+    let again =
+        send(&f.backend, Operation::SendCallData, request(Operation::SendCallData, Some(&f.key1), &[], &body)).await;
+    assert_eq!((again.status, again.body["serviceCallId"].is_string()), (200, true), "{}", again.body);
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn with_dynamodb_and_s3_both_down_the_answer_is_503_with_retry_after_and_nothing_is_kept() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "slowdown", "times": 1000}));
+    let a = post_b(&f, "both-down").await;
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(a.header("retry-after").is_some());
+    f.t.clear_faults(&f.t.calls);
+    f.t.clear_faults(&f.t.bucket);
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    assert!(f.backend.store().get_call(1, "both-down", false).await.unwrap().is_none());
+    f.t.delete().await;
+}
+
+/// An erase wins: it deletes the call's pending submissions, and one it could not see (or a
+/// copy of one) that was received before it is dropped when committed, even after the call
+/// was stored anew.
+#[tokio::test]
+async fn an_erase_wins_over_pending_submissions_received_before_it() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post_b(&f, "erase-wins").await;
+    assert_eq!(first.status, 201);
+    let id = first.body["id"].as_u64().unwrap();
+    // A new content of it, accepted while DynamoDB was down.
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    let mut body = create_call_body("erase-wins");
+    body["call_status"] = json!("revised");
+    let r = send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(&f.key1), &Q, &body)).await;
+    assert_eq!(r.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    let key = pending(&f).await.remove(0);
+    // A copy the erase will not see (as if it were still being written).
+    let aside = format!("aside/{key}");
+    let copy = |from: &str, to: &str| {
+        let s3 = f.t.s3.clone();
+        let (bucket, from, to) = (f.t.bucket.clone(), from.to_owned(), to.to_owned());
+        async move { s3.copy_object().bucket(&bucket).copy_source(format!("{bucket}/{from}")).key(to).send().await.unwrap() }
+    };
+    copy(&key, &aside).await;
+    let erased = f.backend.store().erase_call(1, "erase-wins", id).await.unwrap();
+    assert!(erased.items >= 1);
+    assert_eq!(pending(&f).await, Vec::<String>::new(), "the erase deleted its pending submission");
+    copy(&aside, &key).await;
+    // Stored anew after the erase: the pending copy (received before the erase) is not this
+    // new call's either.
+    let anew = post_b(&f, "erase-wins").await;
+    assert_eq!((anew.status, anew.body["is_new"].as_bool()), (201, Some(true)));
+    let s = sweep(&f).await;
+    assert_eq!((s.erased, s.committed), (1, 0), "{s:?}");
+    let now = f.backend.store().get_call(1, "erase-wins", true).await.unwrap().unwrap();
+    assert_eq!((now.current.revision, now.revisions.len()), (1, 0), "the pending content never landed");
+    f.t.delete().await;
+}

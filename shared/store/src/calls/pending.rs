@@ -1,0 +1,265 @@
+//! Pending submissions: a valid call that DynamoDB could not commit within the answer's
+//! budget (an outage, throttling) is made durable in S3 and answered 202; the committer
+//! (`commit-pending`, on a schedule) commits it later through the same idempotent
+//! `put_call`, then deletes it.
+//!
+//! Key: `pending/<workspace>/<sha256 of the provider call id, 32 hex>/<received ms>-<token>`,
+//! so an erase finds a call's pending submissions by prefix. The object is the request body
+//! as received (decompressed), with the submission's identity as metadata: workspace,
+//! agent, operation, provider call id (hex), received time. Committing runs the pipeline
+//! again on the body (it was valid when received, and the pipeline is deterministic).
+//!
+//! An erase wins: it deletes the call's pending submissions, and its tombstone records when
+//! it happened (`erased_at`); a submission received before that is dropped at commit time
+//! instead of bringing the call back.
+
+use std::collections::HashMap;
+
+use aws_sdk_s3::primitives::ByteStream;
+use sha2::{Digest, Sha256};
+
+use super::{now_ms, random_hex, Owner, Store, StoreError, Stored};
+use call_ingest_core::call::{hex, ingest, Operation};
+
+/// Where pending submissions live in the frames' bucket.
+pub const PREFIX: &str = "pending/";
+
+/// What committing a pending submission did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Committed {
+    /// Stored (created, unchanged or revised), and the pending object deleted.
+    Stored(Stored),
+    /// The call was erased after the submission was received: dropped.
+    Erased,
+    /// No such pending object (committed and deleted already, or erased).
+    Gone,
+    /// The object cannot be committed (its identity or body is unreadable): kept aside
+    /// under `failed/` for an operator, counted in the log.
+    Unreadable,
+}
+
+/// What a sweep of the pending submissions did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Sweep {
+    pub committed: usize,
+    pub erased: usize,
+    pub gone: usize,
+    pub unreadable: usize,
+    /// Still pending: DynamoDB or S3 failed again, or the sweep ran out of time.
+    pub left: usize,
+}
+
+/// The prefix of the pending submissions of call `call_id` of `workspace_id`.
+fn call_prefix(workspace_id: u64, call_id: &str) -> String {
+    let call = Sha256::digest(call_id.as_bytes());
+    format!("{PREFIX}{workspace_id}/{}/", hex(&call[..16]))
+}
+
+/// The received time a pending key carries, if it is one.
+pub fn received_ms(key: &str) -> Option<u64> {
+    key.strip_prefix(PREFIX)?.rsplit('/').next()?.split('-').next()?.parse().ok()
+}
+
+impl Store {
+    /// Makes a submission durable as pending; answers its key.
+    pub async fn put_pending(
+        &self,
+        owner: Owner<'_>,
+        operation: Operation,
+        call_id: &str,
+        raw: &[u8],
+    ) -> Result<String, StoreError> {
+        let received = now_ms();
+        let key = format!("{}{received:013}-{}", call_prefix(owner.workspace_id, call_id), random_hex(8)?);
+        self.frames
+            .client()
+            .put_object()
+            .bucket(self.frames.bucket())
+            .key(&key)
+            .if_none_match("*")
+            .content_type("application/json")
+            .metadata("workspace", owner.workspace_id.to_string())
+            .metadata("agent", hex(owner.agent_id.as_bytes()))
+            .metadata("operation", operation.as_str())
+            .metadata("call-id", hex(call_id.as_bytes()))
+            .body(ByteStream::from(raw.to_vec()))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(key)
+    }
+
+    /// Commits the pending submission at `key`: stores it unless its call was erased after
+    /// it was received, then deletes it. Safe to run twice, at once or one after the other.
+    pub async fn commit_pending(&self, key: &str) -> Result<Committed, StoreError> {
+        let out = match self.frames.client().get_object().bucket(self.frames.bucket()).key(key).send().await {
+            Ok(out) => out,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(Committed::Gone),
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        };
+        let metadata = out.metadata.clone().unwrap_or_default();
+        let raw = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("reading a pending submission failed: {e}")))?
+            .to_vec();
+        let Some((workspace_id, agent_id, operation, call_id, received)) = identity(key, &metadata) else {
+            return self.set_aside(key).await;
+        };
+        let Ok(doc) = ingest(operation, &raw) else {
+            return self.set_aside(key).await;
+        };
+        if doc.call_id() != call_id {
+            return self.set_aside(key).await;
+        }
+        let owner = Owner { workspace_id, agent_id: &agent_id };
+        let committed = match self.put_call_received(owner, &doc, &raw, received).await? {
+            Some(stored) => Committed::Stored(stored),
+            None => Committed::Erased,
+        };
+        self.frames.delete(key).await?;
+        Ok(committed)
+    }
+
+    /// Commits the pending submissions received before `before_ms`, oldest first (so two
+    /// submissions of one call keep the order they arrived in), until `deadline`.
+    pub async fn sweep_pending(&self, before_ms: u64, deadline: std::time::Instant) -> Result<Sweep, StoreError> {
+        let keys = self.pending_before(before_ms).await?;
+        let mut sweep = Sweep::default();
+        for key in &keys {
+            if std::time::Instant::now() >= deadline {
+                sweep.left += 1;
+                continue;
+            }
+            match self.commit_pending(key).await {
+                Ok(Committed::Stored(_)) => sweep.committed += 1,
+                Ok(Committed::Erased) => sweep.erased += 1,
+                Ok(Committed::Gone) => sweep.gone += 1,
+                Ok(Committed::Unreadable) => sweep.unreadable += 1,
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "pending submission not committed; next sweep");
+                    sweep.left += 1;
+                }
+            }
+        }
+        Ok(sweep)
+    }
+
+    /// The keys of pending submissions received before `before_ms` (oldest first).
+    pub async fn pending_before(&self, before_ms: u64) -> Result<Vec<String>, StoreError> {
+        let mut keys = Vec::new();
+        let mut token = None;
+        loop {
+            let out = self
+                .frames
+                .client()
+                .list_objects_v2()
+                .bucket(self.frames.bucket())
+                .prefix(PREFIX)
+                .set_continuation_token(token)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            for object in out.contents() {
+                if let Some(key) = object.key() {
+                    if received_ms(key).is_some_and(|r| r < before_ms) {
+                        keys.push(key.to_owned());
+                    }
+                }
+            }
+            token = out.next_continuation_token;
+            if token.is_none() {
+                keys.sort_by_key(|k| received_ms(k));
+                return Ok(keys);
+            }
+        }
+    }
+
+    /// Deletes the pending submissions of call `call_id` of `workspace_id` (an erase).
+    pub(super) async fn delete_pending_of(&self, workspace_id: u64, call_id: &str) -> Result<usize, StoreError> {
+        let out = self
+            .frames
+            .client()
+            .list_objects_v2()
+            .bucket(self.frames.bucket())
+            .prefix(call_prefix(workspace_id, call_id))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        let keys: Vec<&str> = out.contents().iter().filter_map(|o| o.key()).collect();
+        futures_util::future::try_join_all(keys.iter().map(|k| self.frames.delete(k))).await?;
+        Ok(keys.len())
+    }
+
+    /// Moves an object that cannot be committed to `failed/`, where it is kept for an
+    /// operator; it is never retried.
+    async fn set_aside(&self, key: &str) -> Result<Committed, StoreError> {
+        tracing::error!(key, "pending submission cannot be committed; kept under failed/");
+        let target = format!("failed/{}", key.strip_prefix(PREFIX).unwrap_or(key));
+        self.frames
+            .client()
+            .copy_object()
+            .bucket(self.frames.bucket())
+            .copy_source(format!("{}/{key}", self.frames.bucket()))
+            .key(target)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        self.frames.delete(key).await?;
+        Ok(Committed::Unreadable)
+    }
+}
+
+/// Workspace, agent, operation, provider call id and received time of a pending object.
+fn identity(key: &str, metadata: &HashMap<String, String>) -> Option<(u64, String, Operation, String, u64)> {
+    let text = |name: &str| unhex(metadata.get(name)?);
+    let operation = match metadata.get("operation")?.as_str() {
+        "create_call" => Operation::CreateCall,
+        "send_call_data" => Operation::SendCallData,
+        _ => return None,
+    };
+    Some((metadata.get("workspace")?.parse().ok()?, text("agent")?, operation, text("call-id")?, received_ms(key)?))
+}
+
+/// The UTF-8 text `h` holds as lower-case hex.
+fn unhex(h: &str) -> Option<String> {
+    let bytes: Option<Vec<u8>> =
+        (0..h.len()).step_by(2).map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok()).collect();
+    String::from_utf8(bytes?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_key_carries_its_received_time_and_its_call_prefix() {
+        let prefix = call_prefix(7, "call-1");
+        let key = format!("{prefix}{:013}-ab12", 1_763_700_000_123u64);
+        assert!(key.starts_with("pending/7/"));
+        assert_eq!(received_ms(&key), Some(1_763_700_000_123));
+        assert_eq!(received_ms("frames/7/x/y"), None);
+        assert_ne!(prefix, call_prefix(7, "call-2"));
+    }
+
+    #[test]
+    fn identities_read_back_as_written() {
+        let metadata: HashMap<String, String> = [
+            ("workspace", "7".to_owned()),
+            ("agent", hex("agt_é".as_bytes())),
+            ("operation", "create_call".to_owned()),
+            ("call-id", hex("c/1 ü".as_bytes())),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let key = format!("pending/7/abc/{:013}-ff", 42u64);
+        let (ws, agent, op, call_id, received) = identity(&key, &metadata).unwrap();
+        assert_eq!(
+            (ws, agent.as_str(), op, call_id.as_str(), received),
+            (7, "agt_é", Operation::CreateCall, "c/1 ü", 42)
+        );
+        assert_eq!(unhex("zz"), None);
+    }
+}
