@@ -1,7 +1,8 @@
 """A stand-in for a function's binary, for the local API Gateway's own tests: speaks the
 Lambda Runtime API as the functions do (GET …/invocation/next, POST …/<id>/response) and
 answers every event with 200 and JSON naming the function, the route key and the method,
-so a test sees which function a request reached and through which route."""
+so a test sees which function a request reached and through which route. A scheduled
+event (EventBridge's) is appended to the file `FAKE_EVENTS_LOG` names."""
 import json
 import os
 import urllib.request
@@ -15,14 +16,23 @@ def main():
         with urllib.request.urlopen(f"{API}/next") as r:
             request_id = r.headers["Lambda-Runtime-Aws-Request-Id"]
             event = json.loads(r.read())
-        answer = {
-            "statusCode": 200,
-            "headers": {"content-type": "application/json"},
-            "body": json.dumps({"function": NAME, "routeKey": event["routeKey"],
-                                "method": event["requestContext"]["http"]["method"]}),
-        }
+        if event.get("source") == "aws.events":
+            with open(os.environ["FAKE_EVENTS_LOG"], "a") as log:
+                log.write(json.dumps({"function": NAME, "detail-type": event["detail-type"]}) + "\n")
+            answer = {}
+        else:
+            answer = http_answer(event)
         urllib.request.urlopen(urllib.request.Request(f"{API}/{request_id}/response", method="POST",
                                                       data=json.dumps(answer).encode())).read()
+
+
+def http_answer(event):
+    return {
+        "statusCode": 200,
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps({"function": NAME, "routeKey": event["routeKey"],
+                            "method": event["requestContext"]["http"]["method"]}),
+    }
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -24,14 +25,16 @@ NOT_FOUND = b'{"message":"Not Found"}'
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
-    """devstack.gateway serving template.yaml's routes, each function a fake_function.py."""
+    """devstack.gateway serving template.yaml's routes and running its scheduled functions,
+    each function a fake_function.py."""
     bin_dir = tmp_path_factory.mktemp("bin")
-    for name in {name for _, _, name in gateway.ROUTES}:
+    for name in {name for _, _, name in gateway.ROUTES} | set(gateway.SCHEDULED):
         exe = bin_dir / name
         exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}"\n')
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    env = dict(os.environ, FAKE_EVENTS_LOG=str(bin_dir / "scheduled.log"), LOCAL_SCHEDULE_SECONDS="0.2")
     p = subprocess.Popen([sys.executable, "-m", "devstack.gateway", "--port", "0",
-                          "--instances", "2", "--bin", str(bin_dir)], stdout=subprocess.PIPE, text=True)
+                          "--instances", "2", "--bin", str(bin_dir)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         line = p.stdout.readline()
         assert line.startswith("READY "), f"devstack.gateway did not start: {line!r}"
@@ -143,3 +146,19 @@ def test_many_connections_at_once_all_get_an_answer(port):
         t.join()
     failed = [o for o in outcomes if o != "HTTP/1.1 200 OK"]
     assert not failed, f"{len(failed)} of {CONNECTIONS} connections failed, e.g. {failed[:3]}"
+
+
+def test_scheduled_functions_run_on_their_schedule(port, tmp_path_factory):
+    """template.yaml's scheduled functions (commit-pending) get EventBridge's event, again
+    and again (locally every LOCAL_SCHEDULE_SECONDS)."""
+    assert gateway.SCHEDULED == ["commit-pending"]
+    logs = list(tmp_path_factory.getbasetemp().glob("bin*/scheduled.log"))
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        lines = [json.loads(line) for log in logs for line in log.read_text().splitlines()] if logs else []
+        if len(lines) >= 2:
+            break
+        time.sleep(0.2)
+        logs = list(tmp_path_factory.getbasetemp().glob("bin*/scheduled.log"))
+    assert len(lines) >= 2, lines
+    assert lines[0] == {"function": "commit-pending", "detail-type": "Scheduled Event"}

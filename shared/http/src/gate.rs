@@ -10,6 +10,7 @@ use crate::problems::{self, denied, directory_problem};
 use crate::{Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
 use call_ingest_store::directory::limits::Admission;
+use call_ingest_store::directory::scopes::Scope;
 use call_ingest_store::directory::{AgentRef, Lookup, Principal};
 
 /// The first steps of every request: its credential, read with `agent` in one round trip;
@@ -21,7 +22,13 @@ pub(crate) async fn caller(
     agent: Option<AgentRef<'_>>,
 ) -> Result<(Lookup, Principal), Problem> {
     let token = token_from_headers(request.headers()).map_err(denied)?;
-    let lookup = backend.directory().lookup(token, agent).await.map_err(directory_problem)?;
+    // A call being sent is not lost to a directory outage (recent items stand in); nothing
+    // else is served from them.
+    let lookup = match endpoint.scope() {
+        Scope::Send => backend.directory().lookup_sender(token, agent).await,
+        _ => backend.directory().lookup(token, agent).await,
+    };
+    let lookup = lookup.map_err(directory_problem)?;
     let principal = lookup.authenticate(endpoint.sessions()).map_err(denied)?;
     principal.require(endpoint.scope()).map_err(denied)?;
     Ok((lookup, principal))

@@ -133,3 +133,39 @@ async fn an_erase_wins_over_pending_submissions_received_before_it() {
     assert_eq!((now.current.revision, now.revisions.len()), (1, 0), "the pending content never landed");
     f.t.delete().await;
 }
+
+/// The directory is in DynamoDB too. A call sent during an outage with a credential this
+/// instance read in the last minutes is taken (and kept as pending); a reader is not served
+/// from those items, and a credential it never read is 503.
+#[tokio::test]
+async fn a_call_sent_during_a_directory_outage_with_a_recently_read_credential_is_not_lost() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[("DIRECTORY_CACHE_TTL_SECS", "1")]).await;
+    assert_eq!(post_b(&f, "before").await.status, 201);
+    // Past the cache's lifetime: only an outage makes these items count.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for table in [&f.t.calls, &f.t.directory] {
+        f.t.fault(json!({"op": "*", "fault": "internal", "times": 10_000, "table": table}));
+    }
+    let a = post_b(&f, "during-outage").await;
+    assert_eq!((a.status, a.body["status"].as_str()), (202, Some("accepted")), "{}", a.body);
+    let read = send(
+        &f.backend,
+        call_ingest_http::Endpoint::GetCall,
+        get_request(None, Some(&f.key1), &[("workspace_id", "1"), ("provider_call_id", "before")], &[]),
+    )
+    .await;
+    assert_eq!(read.status, 503, "a reader is not served from items past their lifetime");
+    let q2 = [("workspace_id", "2"), ("agent_remote_identifier", "desk")];
+    let other = send(
+        &f.backend,
+        Operation::CreateCall,
+        request(Operation::CreateCall, Some(&f.key2), &q2, &create_call_body("x")),
+    )
+    .await;
+    assert_eq!(other.status, 503, "a credential this instance never read");
+    f.t.clear_faults(&f.t.calls);
+    f.t.clear_faults(&f.t.directory);
+    assert_eq!(sweep(&f).await.committed, 1);
+    assert!(f.backend.store().get_call(1, "during-outage", false).await.unwrap().is_some());
+    f.t.delete().await;
+}

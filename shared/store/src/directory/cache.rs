@@ -1,4 +1,6 @@
-//! A small in-memory cache of directory items, each kept at most its lifetime (≤ 60 s).
+//! A small in-memory cache of directory items, each served at most its lifetime (≤ 60 s);
+//! past it an entry is kept (until the cache starts over) for one use only: reads DynamoDB
+//! cannot serve during an outage ([`Cache::get_recent`]).
 //!
 //! Ages are measured on the wall clock, not a monotonic one: Lambda freezes idle
 //! instances, and a monotonic clock need not advance while frozen, so an entry measured
@@ -33,18 +35,20 @@ impl Cache {
 
     /// The item under `key`, unless absent or older than the lifetime.
     pub fn get(&self, key: &str) -> Option<Item> {
+        self.get_recent(key, self.ttl)
+    }
+
+    /// The item under `key` if it was put less than `max_age` ago: past its lifetime, for
+    /// reads DynamoDB cannot serve.
+    pub fn get_recent(&self, key: &str, max_age: Duration) -> Option<Item> {
         if self.ttl.is_zero() {
             return None;
         }
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         match entries.get(key) {
-            // A clock set back makes the age an error: the entry is dropped too.
-            Some((at, item)) if (self.now)().duration_since(*at).is_ok_and(|age| age < self.ttl) => Some(item.clone()),
-            Some(_) => {
-                entries.remove(key);
-                None
-            }
-            None => None,
+            // A clock set back makes the age an error: the entry is not served.
+            Some((at, item)) if (self.now)().duration_since(*at).is_ok_and(|age| age < max_age) => Some(item.clone()),
+            _ => None,
         }
     }
 
@@ -81,5 +85,8 @@ mod tests {
         // Frozen for an hour: no monotonic time passed in this process, the wall clock did.
         OFFSET_SECS.store(3600, Ordering::SeqCst);
         assert!(cache.get("k").is_none(), "an entry outlived its lifetime");
+        assert!(cache.get_recent("k", Duration::from_secs(3601)).is_some(), "kept for an outage");
+        assert!(cache.get_recent("k", Duration::from_secs(3599)).is_none());
+        OFFSET_SECS.store(0, Ordering::SeqCst);
     }
 }

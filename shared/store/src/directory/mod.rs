@@ -100,6 +100,17 @@ impl Lookup {
     }
 }
 
+/// How old a directory item may be when DynamoDB cannot be read and a call is being sent
+/// (never for anything else).
+pub const OUTAGE_GRACE: Duration = Duration::from_secs(15 * 60);
+
+/// Whether items past the cache's lifetime may stand in for an unreadable directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recent {
+    Refused,
+    Taken,
+}
+
 /// The Directory table, with a short-lived cache.
 #[derive(Debug)]
 pub struct Directory {
@@ -130,6 +141,23 @@ impl Directory {
     /// the old item back into the cache. Missing items are not cached, so a new key or
     /// agent works at once.
     pub async fn lookup(&self, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, StoreError> {
+        self.lookup_with(token, agent, Recent::Refused).await
+    }
+
+    /// [`Directory::lookup`] for a request that sends a call: when DynamoDB cannot answer,
+    /// items this instance read in the last [`OUTAGE_GRACE`] are used, so a call sent with
+    /// a credential that was valid minutes ago is not lost to a directory outage. Only
+    /// sends: a key revoked during the outage still reads nothing.
+    pub async fn lookup_sender(&self, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, StoreError> {
+        self.lookup_with(token, agent, Recent::Taken).await
+    }
+
+    async fn lookup_with(
+        &self,
+        token: &str,
+        agent: Option<AgentRef<'_>>,
+        recent: Recent,
+    ) -> Result<Lookup, StoreError> {
         let credential = credential_pk(&credentials::digest(token));
         let agent_key = agent.map(|a| a.pk());
         let workspace = agent.and_then(|a| a.workspace_id()).map(workspace_pk);
@@ -138,16 +166,17 @@ impl Directory {
             agent_key.as_deref().map(|k| (k, AGENT_SK)),
             workspace.as_deref().map(|k| (k, WORKSPACE_SK)),
         ];
-        let mut found = self.read(keys.into_iter().flatten()).await?;
+        let mut found = self.read(keys.into_iter().flatten(), recent).await?;
         let mut take = |key: Option<String>| key.and_then(|k| found.remove(&k));
         Ok(Lookup { credential: take(Some(credential)), agent: take(agent_key), workspace: take(workspace) })
     }
 
     /// `lookup` with its agent replaced by `agent` (from the cache, else one read): for a
-    /// request whose agent was not known when its credential was read.
+    /// request that sends a call whose agent was not known when its credential was read
+    /// (recent items taken during an outage, as [`Directory::lookup_sender`]).
     pub async fn with_agent(&self, lookup: Lookup, agent: AgentRef<'_>) -> Result<Lookup, StoreError> {
         let key = agent.pk();
-        let mut found = self.read(std::iter::once((key.as_str(), AGENT_SK))).await?;
+        let mut found = self.read(std::iter::once((key.as_str(), AGENT_SK)), Recent::Taken).await?;
         Ok(Lookup { agent: found.remove(&key), ..lookup })
     }
 
@@ -156,6 +185,7 @@ impl Directory {
     async fn read<'k>(
         &self,
         keys: impl Iterator<Item = (&'k str, &'static str)>,
+        recent: Recent,
     ) -> Result<HashMap<String, Item>, StoreError> {
         let mut wanted = Vec::with_capacity(3);
         let mut found: HashMap<String, Item> = HashMap::new();
@@ -168,7 +198,21 @@ impl Directory {
             }
         }
         if !wanted.is_empty() {
-            for item in self.batch_get(&wanted).await? {
+            let items = match self.batch_get(&wanted).await {
+                Ok(items) => items,
+                Err(e @ StoreError::Unavailable(_)) if recent == Recent::Taken => {
+                    let kept: Option<Vec<(String, Item)>> = wanted
+                        .iter()
+                        .map(|(pk, _)| self.cache.get_recent(pk, OUTAGE_GRACE).map(|item| ((*pk).to_owned(), item)))
+                        .collect();
+                    let Some(kept) = kept else { return Err(e) };
+                    tracing::warn!(error = %e, "directory unreadable; items read in the last minutes used");
+                    found.extend(kept);
+                    return Ok(found);
+                }
+                Err(e) => return Err(e),
+            };
+            for item in items {
                 if let Some(pk) = field_s(&item, "pk") {
                     // A credential is cached at once; an agent only once it was
                     // authorised for the caller (`authorize`), so that how fast an answer
@@ -200,7 +244,7 @@ impl Directory {
     pub async fn agent(&self, agent: AgentRef<'_>, workspace_id: u64) -> Result<Option<Agent>, StoreError> {
         let key = agent.pk();
         let lookup = Lookup {
-            agent: self.read(std::iter::once((key.as_str(), AGENT_SK))).await?.remove(&key),
+            agent: self.read(std::iter::once((key.as_str(), AGENT_SK)), Recent::Refused).await?.remove(&key),
             ..Lookup::default()
         };
         Ok(self.authorize(&lookup, workspace_id).ok())
@@ -218,7 +262,7 @@ impl Directory {
                 Some(item) => Some(item.clone()),
                 None => match self.cache.get(&pk) {
                     Some(item) => Some(item),
-                    None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK))).await {
+                    None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Refused).await {
                         Ok(mut found) => found.remove(&pk),
                         Err(e) => {
                             tracing::warn!(error = %e, workspace_id, "workspace limit unreadable; default used");
