@@ -227,7 +227,7 @@ def check(stack, log):
     latencies = []
     id_owner = {}
     for call_id, subs in by_call.items():
-        ids, news, acked, first_try_only = set(), 0, [], True
+        ids, news, acked, first_try_only, accepted = set(), 0, [], True, False
         for body, attempts in subs:
             r["attempts"] += len(attempts)
             if len(attempts) > 1:
@@ -239,7 +239,12 @@ def check(stack, log):
                 if status == 503 and "retry-after" not in headers:
                     r["503 without Retry-After"] += 1
             status, _, answer, _ = attempts[-1]
-            if status in (200, 201):
+            if status == 202:
+                # Accepted, committed later: no id yet, and no is_new to give.
+                r["acknowledged"] += 1
+                acked.append(body)
+                accepted = True
+            elif status in (200, 201):
                 r["acknowledged"] += 1
                 acked.append(body)
                 ids.add(answer["id"])
@@ -262,7 +267,7 @@ def check(stack, log):
             r["doubled"] += 1
         if id_owner.setdefault(stored["id"], call_id) != call_id:
             r["doubled"] += 1
-        if acked and news == 0 and first_try_only:
+        if acked and news == 0 and first_try_only and not accepted:
             r["never new"] += 1
     latencies.sort()
     pct = lambda p: latencies[min(len(latencies) - 1, int(p * len(latencies)))] if latencies else 0.0  # noqa: E731
@@ -272,7 +277,32 @@ def check(stack, log):
     return r
 
 
-BROKEN = ["lost", "doubled", "500 answers", "503 without Retry-After", "never new", "unreadable"]
+BROKEN = ["lost", "doubled", "500 answers", "503 without Retry-After", "never new", "unreadable",
+          "pending after 60 s"]
+# How long accepted (202) calls may take to be committed once storage is back.
+COMMIT_WITHIN = 60
+
+
+def pending_objects(stack):
+    """The pending submissions (202) not committed yet."""
+    import boto3
+    from botocore.config import Config
+
+    s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL_S3"], region_name="us-east-1",
+                      aws_access_key_id="local", aws_secret_access_key="local",
+                      config=Config(s3={"addressing_style": "path"}))
+    out = s3.list_objects_v2(Bucket=stack.env["FRAMES_BUCKET"], Prefix="pending/")
+    return [o["Key"] for o in out.get("Contents", [])]
+
+
+def wait_for_commits(stack, within=COMMIT_WITHIN):
+    """Seconds until every pending submission was committed, or None past `within`."""
+    started = time.time()
+    while time.time() - started < within:
+        if not pending_objects(stack):
+            return time.time() - started
+        time.sleep(1)
+    return None
 
 
 PHASES = ["random", "outage", "s3", "burst"]
@@ -319,7 +349,10 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
         stack.faults.clear()
     elapsed = time.time() - started
     injected = stack.faults.stats()["injected"]
+    committed_in = wait_for_commits(stack)
     report = check(stack, log)
+    report["pending after 60 s"] = 0 if committed_in is not None else len(pending_objects(stack))
+    report["202 committed within"] = f"{committed_in:.0f} s" if committed_in is not None else "more than 60 s"
     one_shot_lost = lost_by_client(stack, log)
     print(f"\nchaos: phases {', '.join(phases)} ({seconds} s of random faults; {elapsed:.0f} s in all), seed "
           f"{seed}, {workers} retrying and {one_shot} one-shot clients, {stack.instances} instances per function",
@@ -328,7 +361,8 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     for kind in sorted(injected):
         print(f"| {kind} | {injected[kind]} |", file=out)
     print("\n| measure (retrying clients) | value |\n|---|---|", file=out)
-    for key in ["calls", "submissions", "attempts", "acknowledged", "gave up", *BROKEN, "p50 latency", "p99 latency"]:
+    for key in ["calls", "submissions", "attempts", "acknowledged", "gave up", *BROKEN, "202 committed within",
+                "p50 latency", "p99 latency"]:
         flag = " (must be 0)" if key in BROKEN else ""
         print(f"| {key}{flag} | {report[key]} |", file=out)
     if one_shot_lost:

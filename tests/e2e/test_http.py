@@ -82,26 +82,43 @@ def test_concurrent_revisions_are_all_kept(stack):
     assert stored["current"]["revision"] == 7
 
 
-def test_a_transient_fault_is_503_with_retry_after_and_a_retry_succeeds(stack):
-    body = body_for(stack, unique("transient"))
+def committed(stack, call_id, revision=1, within=30):
+    """The call once commit-pending stored it at `revision` (it runs every few seconds
+    locally), or None."""
+    deadline = time.time() + within
+    while time.time() < deadline:
+        stored = stack.get_call(call_id)
+        if stored is not None and stored["current"]["revision"] == revision:
+            return stored
+        time.sleep(0.5)
+    return None
+
+
+def test_a_call_storage_cannot_take_in_time_is_accepted_and_committed_once_it_can(stack):
+    call_id = unique("transient")
+    body = body_for(stack, call_id)
     for fault in ("conflict", "throttle", "not_found"):
         stack.faults.add({"op": "PutItem", "fault": fault, "times": 1000, "table": stack.calls_table})
         a = stack.post_create_call(body)
-        assert a.status == 503, (fault, a)
-        assert a.headers.get("retry-after") and a.headers.get("x-request-id"), (fault, a.headers)
-        assert a.headers["content-type"].startswith("application/problem+json")
+        assert (a.status, a.body) == (202, {"provider_call_id": call_id, "status": "accepted"}), (fault, a)
+        assert a.headers.get("x-request-id"), (fault, a.headers)
         stack.faults.clear()
+    stored = committed(stack, call_id)
+    assert stored is not None and stored["raw"].encode() == body, "committed by commit-pending"
     a = stack.post_create_call(body)
-    assert (a.status, a.body["is_new"]) == (201, True)
+    assert (a.status, a.body["is_new"], a.body["id"]) == (200, False, stored["id"])
 
 
-def test_a_transaction_cancelled_for_throttling_is_503(stack):
+def test_a_revision_whose_transaction_is_throttled_is_accepted_and_committed(stack):
     call_id = unique("cancelled")
     assert stack.post_create_call(body_for(stack, call_id, "one")).status == 201
     stack.faults.add({"op": "TransactWriteItems", "fault": "cancel_throttle", "item": 1, "times": 1000,
                       "table": stack.calls_table})
     a = stack.post_create_call(body_for(stack, call_id, "two"))
-    assert a.status == 503 and a.headers.get("retry-after"), a
+    assert a.status == 202, a
+    stack.faults.clear()
+    stored = committed(stack, call_id, revision=2)
+    assert stored is not None and stored["raw"].encode() == body_for(stack, call_id, "two")
 
 
 def test_a_lost_reply_to_the_create_still_answers_new(stack):
