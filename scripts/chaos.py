@@ -196,6 +196,18 @@ def burst(stack, workload, log, n=100, seed=0):
         t.join()
 
 
+def read_back(stack, call_id, workspace=None, attempts=5):
+    """The stored call, read with callctl; a read that times out (the local DynamoDB is one
+    process, busy with commits) is tried again."""
+    for attempt in range(attempts):
+        try:
+            return stack.get_call(call_id, workspace=workspace)
+        except RuntimeError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1)
+
+
 def lost_by_client(stack, log):
     """Calls lost for each kind of client and phase: a one-shot client's call is lost when
     it got no 2xx (it never sends it again), or got one and the call is not stored."""
@@ -210,7 +222,7 @@ def lost_by_client(stack, log):
         if status not in (200, 201, 202):
             row["lost"] += 1
             continue
-        stored = stack.get_call(call_id, workspace=log.workspaces.get(call_id))
+        stored = read_back(stack, call_id, log.workspaces.get(call_id))
         if stored is None or body not in {stored["raw"].encode()}:
             row["lost"] += 1
     return table
@@ -254,7 +266,7 @@ def check(stack, log):
             else:
                 r["gave up"] += 1
         try:
-            stored = stack.get_call(call_id)
+            stored = read_back(stack, call_id)
         except RuntimeError:
             r["unreadable"] += 1
             continue

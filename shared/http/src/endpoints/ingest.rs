@@ -73,6 +73,8 @@ pub(crate) async fn process(
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
     let raw = request.body().as_ref();
+    // When it arrived: a pending copy carries it, and an erase after it wins.
+    let received = call_ingest_store::calls::now_ms();
     // Judged now, told only to an authenticated caller.
     let checked = body_checks(backend, request);
     let endpoint = Endpoint::Ingest(operation);
@@ -90,7 +92,8 @@ pub(crate) async fn process(
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body)?;
             let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
-            store_call(backend, operation, workspace_id, &agent.id, &doc, &body, log).await
+            store_call(backend, Owner { workspace_id, agent_id: &agent.id }, operation, received, &doc, &body, log)
+                .await
         }
         Operation::SendCallData => {
             // The agent is named in the body. Only its first bytes are read (and
@@ -120,7 +123,8 @@ pub(crate) async fn process(
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
-            store_call(backend, operation, workspace_id, &agent.id, &doc, &body, log).await
+            store_call(backend, Owner { workspace_id, agent_id: &agent.id }, operation, received, &doc, &body, log)
+                .await
         }
     }
 }
@@ -132,14 +136,13 @@ pub(crate) async fn process(
 /// meanwhile: committing the pending copy then finds it, and changes nothing.
 async fn store_call(
     backend: &Backend,
+    owner: Owner<'_>,
     operation: Operation,
-    workspace_id: u64,
-    agent_id: &str,
+    received: u64,
     doc: &CallDocument,
     raw: &[u8],
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
-    let owner = Owner { workspace_id, agent_id };
     let call_id = doc.call_id().to_owned();
     let failed = match backend.store().put_call_within(owner, doc, raw, COMMIT_BUDGET).await {
         Ok(stored) => {
@@ -150,7 +153,8 @@ async fn store_call(
         Err(e @ StoreError::Unavailable(_)) => e,
     };
     tracing::warn!(reason = %failed, "call not committed in time; kept as pending");
-    let pending = tokio::time::timeout(PENDING_BUDGET, backend.store().put_pending(owner, operation, &call_id, raw));
+    let pending =
+        tokio::time::timeout(PENDING_BUDGET, backend.store().put_pending(owner, operation, &call_id, raw, received));
     match pending.await {
         Ok(Ok(_)) => {
             log.accepted = true;

@@ -22,6 +22,23 @@ use call_ingest_core::call::hex;
 /// a 4–8 KB frame's extra write is paid back in storage within months.
 pub const INLINE_MAX: usize = 4 * 1024;
 
+/// An S3 error, sorted: besides 5xx, a conditional write that met a concurrent one (409
+/// ConditionalRequestConflict) and a request S3 timed out on (400 RequestTimeout) are
+/// "try again".
+pub(crate) fn s3_error<E: aws_sdk_s3::error::ProvideErrorMetadata>(
+    e: aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+) -> StoreError {
+    let transient = e.raw_response().is_some_and(|r| r.status().as_u16() == 409)
+        || aws_sdk_s3::error::ProvideErrorMetadata::code(&e) == Some("RequestTimeout");
+    match transient {
+        true => StoreError::Unavailable(format!(
+            "S3: {}",
+            aws_sdk_s3::error::ProvideErrorMetadata::code(&e).unwrap_or("409")
+        )),
+        false => StoreError::from_sdk(e),
+    }
+}
+
 /// The bucket of frames, and a client of it.
 #[derive(Debug, Clone)]
 pub struct Frames {
@@ -54,7 +71,7 @@ impl Frames {
     pub async fn put(
         &self,
         key: &str,
-        frame: Vec<u8>,
+        frame: bytes::Bytes,
         owner: Owner<'_>,
         call_id: &str,
         received_ms: u64,
@@ -77,7 +94,7 @@ impl Frames {
             Ok(_) => Ok(()),
             // 412: the object exists, and holds these very bytes.
             Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(()),
-            Err(e) => Err(StoreError::from_sdk(e)),
+            Err(e) => Err(s3_error(e)),
         }
     }
 

@@ -54,7 +54,7 @@ impl Store {
         let key = Frames::key(workspace_id, call_id, &frame);
         let frame_bytes = frame.len();
         let received = get_u64(item, "updated_at").unwrap_or_default();
-        self.frames.put(&key, frame, Owner { workspace_id, agent_id }, call_id, received).await?;
+        self.frames.put(&key, frame.into(), Owner { workspace_id, agent_id }, call_id, received).await?;
         let result = self
             .client
             .update_item()

@@ -170,15 +170,16 @@ impl Store {
         let mut requests = 0;
         // The head as last read: `None` until read (a small call tries to create first).
         let mut seen: Option<Option<Item>> = None;
-        if let Some((key, frame)) = sub.external.take() {
-            // A large submission is checked first, so a replay writes no object. Its frame
-            // is durable in S3 before any item points at it.
+        // A frame for S3, written before any item points at it.
+        let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
+        if let Some((key, frame)) = &external {
+            // A large submission is checked first, so a replay writes no object.
             requests += 1;
             let head = self.head(&sub.pk).await?;
             if let Some(head) = head.as_ref().filter(|h| sub.same_content(h)) {
                 return unchanged(head, requests).map(Some);
             }
-            self.frames.put(&key, frame, owner, call_id, sub.received_ms).await?;
+            self.frames.put(key, frame.clone(), owner, call_id, sub.received_ms).await?;
             seen = Some(head);
         }
         // The id this submission creates the call with, once taken. It is given back only
@@ -236,6 +237,11 @@ impl Store {
                             self.ids.give_back(new_id).await;
                             return Ok(None);
                         }
+                        if let Some((key, frame)) = &external {
+                            // The erase deleted the frames of its call, this one too when
+                            // it had the same bytes: written again before a head points at it.
+                            self.frames.put(key, frame.clone(), owner, call_id, sub.received_ms).await?;
+                        }
                         tombstone = Some(found);
                         continue;
                     }
@@ -244,7 +250,7 @@ impl Store {
                     found
                 }
             };
-            if received.is_some_and(|r| erased_at(&head) > r) {
+            if received.is_some_and(|r| erased_at(&head) >= r) {
                 // Created anew after an erase that came after this submission: the erase
                 // wins, and the new call is not this submission's.
                 return Ok(None);

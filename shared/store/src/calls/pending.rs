@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use aws_sdk_s3::primitives::ByteStream;
 use sha2::{Digest, Sha256};
 
-use super::{now_ms, random_hex, Owner, Store, StoreError, Stored};
+use super::{random_hex, Owner, Store, StoreError, Stored};
 use call_ingest_core::call::{hex, ingest, Operation};
 
 /// Where pending submissions live in the frames' bucket.
@@ -37,6 +37,9 @@ pub enum Committed {
     /// under `failed/` for an operator, counted in the log.
     Unreadable,
 }
+
+/// Calls a sweep commits at once.
+pub const SWEEP_PARALLEL: usize = 16;
 
 /// What a sweep of the pending submissions did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -61,17 +64,19 @@ pub fn received_ms(key: &str) -> Option<u64> {
 }
 
 impl Store {
-    /// Makes a submission durable as pending; answers its key.
+    /// Makes a submission received at `received` (epoch ms, when its request arrived)
+    /// durable as pending; answers its key.
     pub async fn put_pending(
         &self,
         owner: Owner<'_>,
         operation: Operation,
         call_id: &str,
         raw: &[u8],
+        received: u64,
     ) -> Result<String, StoreError> {
-        let received = now_ms();
         let key = format!("{}{received:013}-{}", call_prefix(owner.workspace_id, call_id), random_hex(8)?);
-        self.frames
+        let result = self
+            .frames
             .client()
             .put_object()
             .bucket(self.frames.bucket())
@@ -84,9 +89,14 @@ impl Store {
             .metadata("call-id", hex(call_id.as_bytes()))
             .body(ByteStream::from(raw.to_vec()))
             .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        Ok(key)
+            .await;
+        match result {
+            Ok(_) => Ok(key),
+            // The key is this request's own (random): the SDK's retry of a PUT whose reply
+            // was lost finds its own object.
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(key),
+            Err(e) => Err(super::frames::s3_error(e)),
+        }
     }
 
     /// Commits the pending submission at `key`: stores it unless its call was erased after
@@ -122,33 +132,13 @@ impl Store {
         Ok(committed)
     }
 
-    /// Commits the pending submissions received before `before_ms`, oldest first (so two
-    /// submissions of one call keep the order they arrived in), until `deadline`.
+    /// Commits the pending submissions received before `before_ms`, a page of the listing
+    /// at a time, until `deadline`. The calls of a page are committed [`SWEEP_PARALLEL`] at
+    /// a time; the submissions of one call one after the other, in the order they arrived
+    /// (their keys sort by received time), so the last one received ends up current.
     pub async fn sweep_pending(&self, before_ms: u64, deadline: std::time::Instant) -> Result<Sweep, StoreError> {
-        let keys = self.pending_before(before_ms).await?;
+        use futures_util::stream::{self, StreamExt};
         let mut sweep = Sweep::default();
-        for key in &keys {
-            if std::time::Instant::now() >= deadline {
-                sweep.left += 1;
-                continue;
-            }
-            match self.commit_pending(key).await {
-                Ok(Committed::Stored(_)) => sweep.committed += 1,
-                Ok(Committed::Erased) => sweep.erased += 1,
-                Ok(Committed::Gone) => sweep.gone += 1,
-                Ok(Committed::Unreadable) => sweep.unreadable += 1,
-                Err(e) => {
-                    tracing::warn!(key, error = %e, "pending submission not committed; next sweep");
-                    sweep.left += 1;
-                }
-            }
-        }
-        Ok(sweep)
-    }
-
-    /// The keys of pending submissions received before `before_ms` (oldest first).
-    pub async fn pending_before(&self, before_ms: u64) -> Result<Vec<String>, StoreError> {
-        let mut keys = Vec::new();
         let mut token = None;
         loop {
             let out = self
@@ -161,35 +151,91 @@ impl Store {
                 .send()
                 .await
                 .map_err(StoreError::from_sdk)?;
-            for object in out.contents() {
-                if let Some(key) = object.key() {
-                    if received_ms(key).is_some_and(|r| r < before_ms) {
-                        keys.push(key.to_owned());
-                    }
+            let keys: Vec<&str> = out
+                .contents()
+                .iter()
+                .filter_map(|o| o.key())
+                .filter(|k| received_ms(k).is_some_and(|r| r < before_ms))
+                .collect();
+            // One group per call (keys sort by call, then by received time).
+            let mut calls: Vec<Vec<&str>> = Vec::new();
+            for key in keys {
+                let call = key.rsplit_once('/').map_or(key, |(prefix, _)| prefix);
+                match calls.last_mut() {
+                    Some(group) if group[0].rsplit_once('/').map(|(p, _)| p) == Some(call) => group.push(key),
+                    _ => calls.push(vec![key]),
                 }
+            }
+            let results: Vec<Sweep> = stream::iter(calls)
+                .map(|group| self.commit_in_order(group, deadline))
+                .buffer_unordered(SWEEP_PARALLEL)
+                .collect()
+                .await;
+            for r in results {
+                sweep.committed += r.committed;
+                sweep.erased += r.erased;
+                sweep.gone += r.gone;
+                sweep.unreadable += r.unreadable;
+                sweep.left += r.left;
             }
             token = out.next_continuation_token;
             if token.is_none() {
-                keys.sort_by_key(|k| received_ms(k));
-                return Ok(keys);
+                return Ok(sweep);
+            }
+            if std::time::Instant::now() >= deadline {
+                sweep.left += 1; // at least: the rest were not even listed
+                return Ok(sweep);
             }
         }
     }
 
+    /// Commits one call's pending submissions, oldest first; stops at the first that fails
+    /// (the next sweep resumes with it, so their order is kept).
+    async fn commit_in_order(&self, keys: Vec<&str>, deadline: std::time::Instant) -> Sweep {
+        let mut sweep = Sweep::default();
+        for (i, key) in keys.iter().enumerate() {
+            if std::time::Instant::now() >= deadline {
+                sweep.left += keys.len() - i;
+                break;
+            }
+            match self.commit_pending(key).await {
+                Ok(Committed::Stored(_)) => sweep.committed += 1,
+                Ok(Committed::Erased) => sweep.erased += 1,
+                Ok(Committed::Gone) => sweep.gone += 1,
+                Ok(Committed::Unreadable) => sweep.unreadable += 1,
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "pending submission not committed; next sweep");
+                    sweep.left += keys.len() - i;
+                    break;
+                }
+            }
+        }
+        sweep
+    }
+
     /// Deletes the pending submissions of call `call_id` of `workspace_id` (an erase).
     pub(super) async fn delete_pending_of(&self, workspace_id: u64, call_id: &str) -> Result<usize, StoreError> {
-        let out = self
-            .frames
-            .client()
-            .list_objects_v2()
-            .bucket(self.frames.bucket())
-            .prefix(call_prefix(workspace_id, call_id))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        let keys: Vec<&str> = out.contents().iter().filter_map(|o| o.key()).collect();
-        futures_util::future::try_join_all(keys.iter().map(|k| self.frames.delete(k))).await?;
-        Ok(keys.len())
+        let mut deleted = 0;
+        let mut token = None;
+        loop {
+            let out = self
+                .frames
+                .client()
+                .list_objects_v2()
+                .bucket(self.frames.bucket())
+                .prefix(call_prefix(workspace_id, call_id))
+                .set_continuation_token(token)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            let keys: Vec<&str> = out.contents().iter().filter_map(|o| o.key()).collect();
+            futures_util::future::try_join_all(keys.iter().map(|k| self.frames.delete(k))).await?;
+            deleted += keys.len();
+            token = out.next_continuation_token;
+            if token.is_none() {
+                return Ok(deleted);
+            }
+        }
     }
 
     /// Moves an object that cannot be committed to `failed/`, where it is kept for an

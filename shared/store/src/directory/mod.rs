@@ -147,7 +147,8 @@ impl Directory {
     /// [`Directory::lookup`] for a request that sends a call: when DynamoDB cannot answer,
     /// items this instance read in the last [`OUTAGE_GRACE`] are used, so a call sent with
     /// a credential that was valid minutes ago is not lost to a directory outage. Only
-    /// sends: a key revoked during the outage still reads nothing.
+    /// sends; a credential never read here still reads nothing. A key revoked in the last
+    /// [`OUTAGE_GRACE`] that this instance read before can still send meanwhile.
     pub async fn lookup_sender(&self, token: &str, agent: Option<AgentRef<'_>>) -> Result<Lookup, StoreError> {
         self.lookup_with(token, agent, Recent::Taken).await
     }
