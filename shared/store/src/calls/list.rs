@@ -132,27 +132,15 @@ impl Store {
     /// `agent_key` on each head that lacks `listed_ws`, unless the head changed meanwhile
     /// (a new head has them already). Idempotent. Answers how many heads it updated.
     pub async fn reindex(&self) -> Result<usize, StoreError> {
-        let mut updated = 0;
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("sk = :head AND attribute_not_exists(listed_ws)")
-                .expression_attribute_values(":head", s(HEAD))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
-            for head in out.items() {
+        let filter = "sk = :head AND attribute_not_exists(listed_ws)";
+        super::query::scan_pages(&self.client, &self.table, filter, &[(":head", s(HEAD))], |heads| async move {
+            let mut updated = 0;
+            for head in &heads {
                 updated += usize::from(self.index_head(head).await?);
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(updated);
-            }
-        }
+            Ok(updated)
+        })
+        .await
     }
 
     async fn index_head(&self, head: &Item) -> Result<bool, StoreError> {

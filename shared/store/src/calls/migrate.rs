@@ -14,26 +14,14 @@ impl Store {
     /// alongside traffic: an item that changed meanwhile is left as it is. Answers how many
     /// items it moved.
     pub async fn move_chunks_to_s3(&self) -> Result<usize, StoreError> {
-        let mut moved = 0;
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .filter_expression("attribute_exists(chunks)")
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
-            for item in out.items() {
+        super::query::scan_pages(&self.client, &self.table, "attribute_exists(chunks)", &[], |items| async move {
+            let mut moved = 0;
+            for item in &items {
                 moved += usize::from(self.move_chunks(item).await?);
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(moved);
-            }
-        }
+            Ok(moved)
+        })
+        .await
     }
 
     async fn move_chunks(&self, item: &Item) -> Result<bool, StoreError> {

@@ -1,5 +1,6 @@
 //! Reading the items of one partition whose sort keys fall in a range, page by page.
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 
 use super::item::{s, Item};
@@ -58,6 +59,36 @@ pub async fn query(
         start = out.last_evaluated_key;
         if start.is_none() {
             return Ok(items);
+        }
+    }
+}
+
+/// Every item of `table` that `filter` keeps (with `values` for its placeholders), one scan
+/// page at a time, each handed to `each` before the next is read; answers the sum of what
+/// `each` answered. For operators' tools (`callctl tables …`), never for requests.
+pub async fn scan_pages<F, Fut>(
+    client: &Client,
+    table: &str,
+    filter: &str,
+    values: &[(&str, AttributeValue)],
+    mut each: F,
+) -> Result<usize, StoreError>
+where
+    F: FnMut(Vec<Item>) -> Fut,
+    Fut: std::future::Future<Output = Result<usize, StoreError>>,
+{
+    let mut total = 0;
+    let mut start = None;
+    loop {
+        let mut request = client.scan().table_name(table).filter_expression(filter).set_exclusive_start_key(start);
+        for (name, value) in values {
+            request = request.expression_attribute_values(*name, value.clone());
+        }
+        let out = request.send().await.map_err(StoreError::from_sdk)?;
+        total += each(out.items.unwrap_or_default()).await?;
+        start = out.last_evaluated_key;
+        if start.is_none() {
+            return Ok(total);
         }
     }
 }
