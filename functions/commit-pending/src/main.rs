@@ -1,7 +1,8 @@
 //! commit-pending: commits the calls that were accepted (202) while DynamoDB could not
 //! take them, kept in S3 as pending (`call_ingest_store::calls::pending`). Run on a schedule
 //! (EventBridge, every minute); a sweep commits every pending submission, oldest first,
-//! through the same idempotent path as a request, and stops well inside its timeout.
+//! through the same idempotent path as a request, each workspace at the rate of its send
+//! budget, and stops well inside its timeout.
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| async move {
         let started = Instant::now();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
-        let sweep = backend.store().sweep_pending(now, started + SWEEP_BUDGET).await?;
+        let sweep = backend.sweep_pending(now, started + SWEEP_BUDGET).await?;
         if sweep != Default::default() {
             let ms = started.elapsed().as_millis() as u64;
             let (committed, erased, left) = (sweep.committed, sweep.erased, sweep.left);

@@ -1,6 +1,6 @@
 //! The gate every request passes before its endpoint's own work: the credential (401), the
-//! scope (403), the workspace (403) and its rate (429), and the query parameters several
-//! endpoints share.
+//! scope (403), the workspace (403) and its budget (a send over it is paced; a read, or a
+//! flood of sends, 429), and the query parameters several endpoints share.
 
 use lambda_http::{Request, RequestExt};
 
@@ -9,7 +9,7 @@ use crate::logging::RequestLog;
 use crate::problems::{self, denied, directory_problem};
 use crate::{Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
-use call_ingest_store::directory::limits::Admission;
+use call_ingest_store::directory::limits::{Admission, Budget};
 use call_ingest_store::directory::scopes::Scope;
 use call_ingest_store::directory::{AgentRef, Lookup, Principal};
 
@@ -34,25 +34,37 @@ pub(crate) async fn caller(
     Ok((lookup, principal))
 }
 
+/// Whether a send is committed now or, over its workspace's budget, made durable and
+/// committed later (202).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pace {
+    Now,
+    Later,
+}
+
 /// The workspace the request acts in (the one asked for, else an API key's own; 403 when
-/// the principal may not use it), counted against its limit of requests per second (429).
+/// the principal may not use it), counted against its budget of requests per second: sends
+/// and reads apart. A send over it is paced ([`Pace::Later`]) and refused (429) only past a
+/// flood; a read over it is refused.
 pub(crate) async fn enter(
     backend: &Backend,
     lookup: &Lookup,
     principal: &Principal,
     asked: Option<u64>,
+    endpoint: Endpoint,
     log: &mut RequestLog,
-) -> Result<u64, Problem> {
+) -> Result<(u64, Pace), Problem> {
     let workspace_id = principal.workspace(asked).map_err(denied)?;
     log.workspace = Some(workspace_id);
-    charge(backend, lookup, workspace_id).await?;
-    Ok(workspace_id)
-}
-
-/// 429 when the workspace is over its limit of requests per second.
-async fn charge(backend: &Backend, lookup: &Lookup, workspace_id: u64) -> Result<(), Problem> {
-    match backend.directory().count_request(lookup, workspace_id, backend.config.rate_limit).await {
-        Admission::Admitted => Ok(()),
+    let budget = match endpoint.scope() {
+        Scope::Send => Budget::Sends,
+        _ => Budget::Reads,
+    };
+    let admission = backend.directory().count_request(lookup, workspace_id, budget, backend.config.rate_limit).await;
+    match admission {
+        Admission::Admitted => Ok((workspace_id, Pace::Now)),
+        Admission::Over if budget == Budget::Sends => Ok((workspace_id, Pace::Later)),
+        Admission::Over => Err(problems::too_many_requests(1)),
         Admission::Limited { retry_after_secs } => Err(problems::too_many_requests(retry_after_secs)),
     }
 }

@@ -34,7 +34,7 @@ pub(crate) async fn admit<T>(
         (Ok(w), Ok(p)) => (w, p),
         (w, p) => return Err(Problem::invalid(w.err().into_iter().chain(p.err().into_iter().flatten()).collect())),
     };
-    let workspace_id = enter(backend, &lookup, &principal, Some(asked), log).await?;
+    let (workspace_id, _) = enter(backend, &lookup, &principal, Some(asked), endpoint, log).await?;
     Ok((workspace_id, params))
 }
 

@@ -70,6 +70,27 @@ impl Backend {
         &self.tables().directory
     }
 
+    /// Commits the pending submissions received before `before_ms` (the committer's sweep),
+    /// each workspace at the rate of its send budget.
+    pub async fn sweep_pending(
+        &self,
+        before_ms: u64,
+        deadline: std::time::Instant,
+    ) -> Result<crate::calls::pending::Sweep, crate::calls::StoreError> {
+        use crate::directory::limits::{Admission, Budget};
+        use crate::directory::Lookup;
+        let lookup = Lookup::default();
+        let may_commit = |workspace_id: u64| -> futures_util::future::BoxFuture<'_, bool> {
+            let default = self.config.rate_limit;
+            let lookup = &lookup;
+            Box::pin(async move {
+                let admission = self.directory().count_request(lookup, workspace_id, Budget::Sends, default).await;
+                admission == Admission::Admitted
+            })
+        };
+        self.store().sweep_pending(before_ms, deadline, &may_commit).await
+    }
+
     /// Opens the DynamoDB connection (DNS, TLS) so the first request does not pay for it.
     /// Bounded and never fatal.
     pub async fn warm_up(&self) {

@@ -7,7 +7,7 @@ use lambda_http::http::{header, Response};
 use lambda_http::{Body, Request};
 
 use crate::encoding::Encoding;
-use crate::gate::{caller, enter, remote_id_param, workspace_param};
+use crate::gate::{caller, enter, remote_id_param, workspace_param, Pace};
 use crate::logging::RequestLog;
 use crate::problems::{self, denied, directory_problem, storage_problem};
 use crate::respond;
@@ -87,13 +87,22 @@ pub(crate) async fn process(
                 .map(|(workspace_id, remote_id)| AgentRef::Remote { workspace_id: *workspace_id, remote_id });
             let (lookup, principal) = caller(backend, endpoint, request, agent).await?;
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
-            let workspace_id = enter(backend, &lookup, &principal, Some(workspace_id), log).await?;
+            let (workspace_id, pace) = enter(backend, &lookup, &principal, Some(workspace_id), endpoint, log).await?;
             let agent = backend.directory().authorize(&lookup, workspace_id).map_err(denied)?;
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body)?;
             let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
-            store_call(backend, Owner { workspace_id, agent_id: &agent.id }, operation, received, &doc, &body, log)
-                .await
+            store_call(
+                backend,
+                Owner { workspace_id, agent_id: &agent.id },
+                operation,
+                pace,
+                received,
+                &doc,
+                &body,
+                log,
+            )
+            .await
         }
         Operation::SendCallData => {
             // The agent is named in the body. Only its first bytes are read (and
@@ -104,7 +113,7 @@ pub(crate) async fn process(
             let peeked = peek_agent_id(&prefix);
             let (lookup, principal) = caller(backend, endpoint, request, peeked.map(AgentRef::Id)).await?;
             // No workspace asked for: the API key's own (sessions were refused).
-            let workspace_id = enter(backend, &lookup, &principal, None, log).await?;
+            let (workspace_id, pace) = enter(backend, &lookup, &principal, None, endpoint, log).await?;
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_send_call_data(&body)?;
             let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
@@ -123,36 +132,51 @@ pub(crate) async fn process(
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
-            store_call(backend, Owner { workspace_id, agent_id: &agent.id }, operation, received, &doc, &body, log)
-                .await
+            store_call(
+                backend,
+                Owner { workspace_id, agent_id: &agent.id },
+                operation,
+                pace,
+                received,
+                &doc,
+                &body,
+                log,
+            )
+            .await
         }
     }
 }
 
 /// Stores the call; its reply, or the problem storing it. When DynamoDB cannot commit it
-/// within [`COMMIT_BUDGET`] (down, throttled, slow), the call is made durable in S3 as
-/// pending and accepted (202), to be committed later; only when S3 cannot take it either
-/// is the answer 503. A write still in flight when the budget ends may be applied
-/// meanwhile: committing the pending copy then finds it, and changes nothing.
+/// within [`COMMIT_BUDGET`] (down, throttled, slow), or its workspace is over its send
+/// budget ([`Pace::Later`]), the call is made durable in S3 as pending and accepted (202),
+/// to be committed later; only when S3 cannot take it either is the answer 503. A write
+/// still in flight when the budget ends may be applied meanwhile: committing the pending
+/// copy then finds it, and changes nothing.
+#[allow(clippy::too_many_arguments)]
 async fn store_call(
     backend: &Backend,
     owner: Owner<'_>,
     operation: Operation,
+    pace: Pace,
     received: u64,
     doc: &CallDocument,
     raw: &[u8],
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
     let call_id = doc.call_id().to_owned();
-    let failed = match backend.store().put_call_within(owner, doc, raw, COMMIT_BUDGET).await {
-        Ok(stored) => {
-            log.stored = Some(stored);
-            return Ok(Reply { stored: Some(stored), call_id });
-        }
-        Err(e @ StoreError::Internal(_)) => return Err(storage_problem(e, "the call could not be stored")),
-        Err(e @ StoreError::Unavailable(_)) => e,
+    let failed = match pace {
+        Pace::Later => StoreError::Unavailable("the workspace is over its send budget".into()),
+        Pace::Now => match backend.store().put_call_within(owner, doc, raw, COMMIT_BUDGET).await {
+            Ok(stored) => {
+                log.stored = Some(stored);
+                return Ok(Reply { stored: Some(stored), call_id });
+            }
+            Err(e @ StoreError::Internal(_)) => return Err(storage_problem(e, "the call could not be stored")),
+            Err(e @ StoreError::Unavailable(_)) => e,
+        },
     };
-    tracing::warn!(reason = %failed, "call not committed in time; kept as pending");
+    tracing::warn!(reason = %failed, "call not committed now; kept as pending");
     let pending =
         tokio::time::timeout(PENDING_BUDGET, backend.store().put_pending(owner, operation, &call_id, raw, received));
     match pending.await {

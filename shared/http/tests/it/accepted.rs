@@ -30,7 +30,7 @@ async fn pending(f: &TwoWorkspaces) -> Vec<String> {
 /// Runs the committer's sweep now.
 async fn sweep(f: &TwoWorkspaces) -> call_ingest_store::calls::pending::Sweep {
     let later = call_ingest_store::calls::now_ms() + 1;
-    f.backend.store().sweep_pending(later, Instant::now() + Duration::from_secs(20)).await.unwrap()
+    f.backend.sweep_pending(later, Instant::now() + Duration::from_secs(20)).await.unwrap()
 }
 
 #[tokio::test]

@@ -1,16 +1,23 @@
-//! Per-workspace fairness through the handler: a workspace over its limit is answered 429
-//! with `Retry-After`, writing nothing, and other workspaces are not. The limiter itself is
-//! tested in call-ingest-store (`limits`).
+//! Per-workspace fairness through the handler: a workspace over its send budget has its
+//! calls accepted (202), kept as pending and committed at its rate by the sweep; only a
+//! flood far past the budget is answered 429 with `Retry-After`, writing nothing; other
+//! workspaces are not held back. The limiter itself is tested in call-ingest-store
+//! (`limits`).
 
 use std::time::{Duration, Instant};
 
 use crate::requests::*;
 use call_ingest_core::Operation;
+use call_ingest_http::Endpoint;
+use call_ingest_store::calls::item::get_s;
+use call_ingest_store::calls::pending::PREFIX;
+use call_ingest_store::directory::limits::FLOOD_FACTOR;
 use call_ingest_store::directory::scopes::Scopes;
+use lambda_http::http::Method;
 use testkit::Tables;
 
 #[tokio::test]
-async fn a_workspace_over_its_limit_gets_429_with_retry_after_and_other_workspaces_do_not() {
+async fn a_workspace_over_its_send_budget_is_accepted_and_only_a_flood_gets_429() {
     let t = Tables::new().await;
     let backend = t.backend(&[("RATE_LIMIT_PER_SECOND", "1000")]);
     let d = backend.directory();
@@ -27,35 +34,82 @@ async fn a_workspace_over_its_limit_gets_429_with_retry_after_and_other_workspac
         let r = request(Operation::CreateCall, Some(key), &q, &create_call_body(call_id));
         send(&backend, Operation::CreateCall, r)
     };
-    // Three requests well inside a second or two: at most two seconds, so at most two are
-    // admitted.
+    // Sends at a budget of 1 a second, until a flood is refused: every one before is
+    // stored (201) or accepted (202).
+    let (mut created, mut accepted, mut limited) = (Vec::new(), Vec::new(), None);
     let started = Instant::now();
-    let mut limited = Vec::new();
-    for i in 0..3 {
-        let answer = post(w1, &keys[0], &format!("c-{i}")).await;
-        if answer.status == 429 {
-            limited.push(answer);
-        } else {
-            assert_eq!(answer.status, 201, "{}", answer.body);
+    for i in 0..200 {
+        let call_id = format!("c-{i}");
+        let answer = post(w1, &keys[0], &call_id).await;
+        match answer.status {
+            201 => created.push(call_id),
+            202 => {
+                assert_eq!(answer.body["status"], "accepted", "{}", answer.body);
+                accepted.push(call_id)
+            }
+            429 => {
+                limited = Some(answer);
+                break;
+            }
+            other => panic!("{other}: {}", answer.body),
         }
     }
-    assert!(started.elapsed() < Duration::from_secs(1), "too slow to test a per-second limit");
-    let answer = limited.first().expect("a workspace limited to 1 request per second sent 3 and got no 429");
+    let answer = limited.expect("a flood of sends at a budget of 1 a second was never refused");
+    let seconds = started.elapsed().as_secs() + 1;
+    assert!(accepted.len() + created.len() >= FLOOD_FACTOR as usize - 1, "a flood is 10 times the budget");
+    assert!(!accepted.is_empty(), "no send over the budget was paced");
     assert_eq!(answer.header("retry-after"), Some("1"));
     assert_eq!(answer.header("content-type"), Some("application/problem+json"));
     assert!(answer.header("x-request-id").is_some());
     assert_eq!(answer.body["type"].as_str().map(|t| t.ends_with("too-many-requests")), Some(true), "{}", answer.body);
-    // A refused call was not stored.
-    let heads = t
-        .scan(&t.calls)
-        .await
-        .iter()
-        .filter(|i| call_ingest_store::calls::item::get_s(i, "sk") == Some("HEAD"))
-        .count();
-    assert_eq!(heads, 3 - limited.len());
+    let heads = || async { t.scan(&t.calls).await.iter().filter(|i| get_s(i, "sk") == Some("HEAD")).count() };
+    // Stored now: the budget (plus the one each instance takes uncounted) in each second.
+    assert!(created.len() as u64 <= 2 * seconds, "{} stored in {seconds} s", created.len());
+    assert_eq!(heads().await, created.len());
+    // The accepted ones are pending; the refused one is nowhere.
+    let pending = t.objects().await.into_iter().filter(|k| k.starts_with(PREFIX)).count();
+    assert_eq!(pending, accepted.len());
     // The other workspace is not held back.
     for i in 0..3 {
         assert_eq!(post(w2, &keys[1], &format!("d-{i}")).await.status, 201);
     }
+    // The sweep commits the accepted calls at the workspace's rate: at most 2 a second.
+    let sweep_started = Instant::now();
+    let later = call_ingest_store::calls::now_ms() + 1;
+    let sweep = backend.sweep_pending(later, Instant::now() + Duration::from_secs(60)).await.unwrap();
+    assert_eq!(sweep.committed, accepted.len(), "{sweep:?}");
+    let paced = sweep_started.elapsed().as_secs_f64();
+    assert!(paced + 1.0 >= accepted.len() as f64 / 2.0, "{} calls committed in {paced:.1} s", accepted.len());
+    assert_eq!(heads().await, created.len() + accepted.len() + 3);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn reads_have_a_budget_of_their_own_and_over_it_get_429() {
+    let t = Tables::new().await;
+    let backend = t.backend(&[("RATE_LIMIT_PER_SECOND", "1000")]);
+    let d = backend.directory();
+    let ws = d.create_workspace("one").await.unwrap().id;
+    d.set_rate_limit(ws, Some(1)).await.unwrap();
+    d.create_agent(ws, "desk", None, None).await.unwrap();
+    let key = format!("Bearer {}", d.create_api_key(ws, "k", Scopes::ALL).await.unwrap().token);
+    let w = ws.to_string();
+    let q = [("workspace_id", w.as_str())];
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let answer =
+            send(&backend, Endpoint::ListCalls, read_request(Method::GET, "/api/v1/public/calls", &[], Some(&key), &q))
+                .await;
+        statuses.push(answer.status);
+        if answer.status == 429 {
+            assert_eq!(answer.header("retry-after"), Some("1"));
+            break;
+        }
+    }
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    // Sends draw on their own budget: the first of this second is stored.
+    let q = [("workspace_id", w.as_str()), ("agent_remote_identifier", "desk")];
+    let r = request(Operation::CreateCall, Some(&key), &q, &create_call_body("after-reads"));
+    assert_eq!(send(&backend, Operation::CreateCall, r).await.status, 201);
     t.delete().await;
 }

@@ -135,8 +135,16 @@ impl Store {
     /// Commits the pending submissions received before `before_ms`, a page of the listing
     /// at a time, until `deadline`. The calls of a page are committed [`SWEEP_PARALLEL`] at
     /// a time; the submissions of one call one after the other, in the order they arrived
-    /// (their keys sort by received time), so the last one received ends up current.
-    pub async fn sweep_pending(&self, before_ms: u64, deadline: std::time::Instant) -> Result<Sweep, StoreError> {
+    /// (their keys sort by received time), so the last one received ends up current. Each
+    /// commit first asks `pace` whether its workspace may commit now (its send budget); a
+    /// workspace over it waits for the next second, so a backlog is committed at the
+    /// workspace's rate.
+    pub async fn sweep_pending(
+        &self,
+        before_ms: u64,
+        deadline: std::time::Instant,
+        may_commit: &MayCommit<'_>,
+    ) -> Result<Sweep, StoreError> {
         use futures_util::stream::{self, StreamExt};
         let mut sweep = Sweep::default();
         let mut token = None;
@@ -167,7 +175,7 @@ impl Store {
                 }
             }
             let results: Vec<Sweep> = stream::iter(calls)
-                .map(|group| self.commit_in_order(group, deadline))
+                .map(|group| self.commit_in_order(group, deadline, may_commit))
                 .buffer_unordered(SWEEP_PARALLEL)
                 .collect()
                 .await;
@@ -191,9 +199,21 @@ impl Store {
 
     /// Commits one call's pending submissions, oldest first; stops at the first that fails
     /// (the next sweep resumes with it, so their order is kept).
-    async fn commit_in_order(&self, keys: Vec<&str>, deadline: std::time::Instant) -> Sweep {
+    async fn commit_in_order(
+        &self,
+        keys: Vec<&str>,
+        deadline: std::time::Instant,
+        may_commit: &MayCommit<'_>,
+    ) -> Sweep {
         let mut sweep = Sweep::default();
+        let workspace_id = keys.first().and_then(|k| workspace_of(k));
         for (i, key) in keys.iter().enumerate() {
+            while let Some(ws) = workspace_id {
+                if std::time::Instant::now() >= deadline || may_commit(ws).await {
+                    break;
+                }
+                tokio::time::sleep(until_next_second()).await;
+            }
             if std::time::Instant::now() >= deadline {
                 sweep.left += keys.len() - i;
                 break;
@@ -257,6 +277,20 @@ impl Store {
     }
 }
 
+/// Whether a workspace may commit a call now: its send budget, asked by the sweep.
+pub type MayCommit<'a> = dyn Fn(u64) -> futures_util::future::BoxFuture<'a, bool> + Sync + 'a;
+
+/// The workspace a pending key names.
+fn workspace_of(key: &str) -> Option<u64> {
+    key.strip_prefix(PREFIX)?.split('/').next()?.parse().ok()
+}
+
+/// How long until the wall clock's next second starts.
+fn until_next_second() -> std::time::Duration {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    std::time::Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()))
+}
+
 /// Workspace, agent, operation, provider call id and received time of a pending object.
 fn identity(key: &str, metadata: &HashMap<String, String>) -> Option<(u64, String, Operation, String, u64)> {
     let text = |name: &str| unhex(metadata.get(name)?);
@@ -284,6 +318,7 @@ mod tests {
         let prefix = call_prefix(7, "call-1");
         let key = format!("{prefix}{:013}-ab12", 1_763_700_000_123u64);
         assert!(key.starts_with("pending/7/"));
+        assert_eq!(workspace_of(&key), Some(7));
         assert_eq!(received_ms(&key), Some(1_763_700_000_123));
         assert_eq!(received_ms("frames/7/x/y"), None);
         assert_ne!(prefix, call_prefix(7, "call-2"));

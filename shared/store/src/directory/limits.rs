@@ -1,23 +1,34 @@
-//! Per-workspace fairness: at most a workspace's limit of requests in each second of the
-//! wall clock, across every instance of every function.
+//! Per-workspace fairness: a workspace's budget of sends, and apart from it of reads, in
+//! each second of the wall clock, across every instance of every function.
 //!
-//! One counter item per workspace and second in the Directory table
-//! (`RATE#{workspace}#{second}`), raised by one UpdateItem per request (1 WCU: the item
-//! is a few dozen bytes) that answers the new count; the first `limit` of a second are
-//! admitted. Counter items are removed by TTL. Once an instance has seen a second full, it
-//! answers the rest of that second from memory, so a flood costs at most one write per
-//! instance and second beyond the limit. A fixed window: a client can get up to twice its limit across the edge of
-//! two seconds, never more in any second.
+//! One counter item per workspace, budget and second in the Directory table
+//! (`RATE#{workspace}#{second}` for sends, `READS#{workspace}#{second}` for reads), raised by
+//! an UpdateItem (1 WCU: the item is a few dozen bytes) that answers the new count. Counter
+//! items are removed by TTL. A fixed window: a client can get up to twice its budget across
+//! the edge of two seconds, never more in any second.
+//!
+//! **No counter write on most requests.** Each instance takes the first [`FREE_PER_SECOND`]
+//! request of a workspace in a second without writing, and reports it with its next write
+//! in that second, if any. A workspace sending a call now and then (nearly every workspace,
+//! nearly always) therefore costs no write here. The price: a workspace can get up to one
+//! extra request a second per instance serving it before the count catches up.
+//!
+//! **Over the budget is not refused for sends.** The answer says how far over: a send a
+//! little over is made durable and committed later (202), since the clients people run post
+//! once and drop any failure; only a flood past [`FLOOD_FACTOR`] times the budget is
+//! refused (429). A read over its budget is refused (429): its client is a person or a
+//! program that can ask again. Once an instance has seen a second flooded (or a read
+//! budget spent) it answers the rest of that second from memory, so a flood costs at most
+//! one write per instance and second beyond the threshold.
 //!
 //! The limiter fails open: when the counter cannot be written (throttled, unreachable) the
 //! request goes on. It protects the other tenants' share; refusing good calls because the
 //! counter is unavailable would protect nobody.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use std::future::Future;
 
 use aws_sdk_dynamodb::types::ReturnValue;
 use aws_sdk_dynamodb::Client;
@@ -28,28 +39,67 @@ use crate::calls::StoreError;
 /// The largest limit a workspace can be given: what one counter item (one partition) takes
 /// in a second, 1,000 writes.
 pub const MAX_LIMIT: u32 = 1000;
+/// Sends beyond this many times a workspace's limit in one second are refused (429); up to
+/// it, they are accepted and committed later.
+pub const FLOOD_FACTOR: u32 = 10;
+/// Requests of one workspace an instance admits in a second before it counts them in the
+/// table.
+pub const FREE_PER_SECOND: u32 = 1;
 /// How long counter items are kept before TTL removes them.
 const KEEP_SECS: u64 = 120;
-/// More workspaces than this remembered as full and the memory starts over.
+/// More workspaces than this remembered and the memory starts over.
 const MAX_REMEMBERED: usize = 10_000;
+
+/// Which of a workspace's budgets a request draws on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Budget {
+    /// Calls sent (operations A and B).
+    Sends,
+    /// Everything else: reads and erases.
+    Reads,
+}
+
+impl Budget {
+    fn prefix(self) -> &'static str {
+        match self {
+            Budget::Sends => "RATE",
+            Budget::Reads => "READS",
+        }
+    }
+}
 
 /// The answer for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
     Admitted,
-    /// Over the limit: retry after this many seconds (the start of the next second).
+    /// Over the budget this second, by no more than [`FLOOD_FACTOR`] times it: a send is
+    /// accepted and committed later; a read is refused.
+    Over,
+    /// Refused: a flood of sends, or a read over its budget. Retry after this many seconds
+    /// (the start of the next second).
     Limited {
         retry_after_secs: u32,
     },
 }
 
-/// Counts requests per workspace and second; one per instance.
+/// What an instance knows of one workspace's budget in the current second.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    second: u64,
+    /// Requests this instance admitted this second without counting them in the table.
+    unreported: u32,
+    /// Requests this instance saw this second.
+    seen: u32,
+    /// The second is known to be refused (flooded, or a read budget spent).
+    refused: bool,
+}
+
+/// Counts requests per workspace, budget and second; one per instance.
 #[derive(Debug)]
 pub struct Limiter {
     client: Client,
     table: String,
-    /// The second each workspace was last seen full in.
-    full: Mutex<HashMap<u64, u64>>,
+    seen: Mutex<HashMap<(u64, Budget), Seen>>,
     now: fn() -> SystemTime,
 }
 
@@ -60,40 +110,50 @@ impl Limiter {
 
     /// A limiter reading the time from `now` (tests hold it still).
     pub fn with_clock(client: Client, table: impl Into<String>, now: fn() -> SystemTime) -> Self {
-        Limiter { client, table: table.into(), full: Mutex::new(HashMap::new()), now }
+        Limiter { client, table: table.into(), seen: Mutex::new(HashMap::new()), now }
     }
 
-    /// Counts one request of `workspace_id` and admits it if it is among the first
-    /// `limit` of its second. `limit` is awaited alongside the count's write, so reading
-    /// it costs no round trip of its own.
-    pub async fn count(&self, workspace_id: u64, limit: impl Future<Output = u32>) -> Admission {
+    /// Counts one request of `workspace_id` against its `budget`, whose size `limit` is
+    /// awaited alongside the count's write (reading it costs no round trip of its own).
+    pub async fn count(&self, workspace_id: u64, budget: Budget, limit: impl Future<Output = u32>) -> Admission {
         let second = (self.now)().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
         let limited = Admission::Limited { retry_after_secs: 1 };
-        if self.full.lock().unwrap_or_else(|p| p.into_inner()).get(&workspace_id) == Some(&second) {
-            return limited;
-        }
+        let report = {
+            let mut all = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            if all.len() >= MAX_REMEMBERED && !all.contains_key(&(workspace_id, budget)) {
+                all.clear();
+            }
+            let seen = all.entry((workspace_id, budget)).or_default();
+            if seen.second != second {
+                *seen = Seen { second, ..Seen::default() };
+            }
+            if seen.refused {
+                return limited;
+            }
+            seen.seen += 1;
+            if seen.seen <= FREE_PER_SECOND {
+                seen.unreported += 1;
+                return Admission::Admitted;
+            }
+            std::mem::take(&mut seen.unreported) + 1
+        };
         let count = self
             .client
             .update_item()
             .table_name(&self.table)
-            .key("pk", s(format!("RATE#{workspace_id}#{second}")))
+            .key("pk", s(format!("{}#{workspace_id}#{second}", budget.prefix())))
             .key("sk", s("RATE"))
-            .update_expression("ADD n :one SET expires_at = :expires")
-            .expression_attribute_values(":one", n(1))
+            .update_expression("ADD n :count SET expires_at = :expires")
+            .expression_attribute_values(":count", n(report))
             .expression_attribute_values(":expires", n(second + KEEP_SECS))
             .return_values(ReturnValue::UpdatedNew)
             .send();
         let (counted, limit) = tokio::join!(count, limit);
-        match counted.map(|out| out.attributes.as_ref().and_then(|a| get_u64(a, "n"))) {
-            Ok(Some(count)) if count <= u64::from(limit) => Admission::Admitted,
-            Ok(Some(_)) => {
-                let mut full = self.full.lock().unwrap_or_else(|p| p.into_inner());
-                if full.len() >= MAX_REMEMBERED {
-                    full.clear();
-                }
-                full.insert(workspace_id, second);
-                limited
-            }
+        let limit = u64::from(limit);
+        let answer = match counted.map(|out| out.attributes.as_ref().and_then(|a| get_u64(a, "n"))) {
+            Ok(Some(count)) if count <= limit => Admission::Admitted,
+            Ok(Some(count)) if budget == Budget::Sends && count <= limit * u64::from(FLOOD_FACTOR) => Admission::Over,
+            Ok(Some(_)) => limited,
             Ok(None) => {
                 tracing::warn!(workspace_id, "rate counter answered no count; request admitted");
                 Admission::Admitted
@@ -103,6 +163,13 @@ impl Limiter {
                 tracing::warn!(error = %e, workspace_id, "rate counter unavailable; request admitted");
                 Admission::Admitted
             }
+        };
+        if answer == limited {
+            let mut all = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(seen) = all.get_mut(&(workspace_id, budget)).filter(|s| s.second == second) {
+                seen.refused = true;
+            }
         }
+        answer
     }
 }

@@ -24,7 +24,7 @@ use crate::calls::StoreError;
 use cache::Cache;
 pub use credentials::{Denied, Principal, Sessions};
 use item_keys::*;
-use limits::{Admission, Limiter};
+use limits::{Admission, Budget, Limiter};
 
 /// An agent calls are stored for.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -251,25 +251,35 @@ impl Directory {
         Ok(self.authorize(&lookup, workspace_id).ok())
     }
 
-    /// Counts one request of `workspace_id` against its limit: the workspace's own
-    /// (`callctl workspace limit`), else `default_limit`. The workspace item comes from
+    /// Counts one request of `workspace_id` against its `budget` (sends, or reads), each the
+    /// workspace's own limit (`callctl workspace limit`), else `default_limit`. The workspace item comes from
     /// `lookup` (operation B reads it with the credential), the cache, or one read made
     /// alongside the count's write; it is cached only here, once the caller was
     /// authorised for the workspace. A limit that cannot be read is the default.
-    pub async fn count_request(&self, lookup: &Lookup, workspace_id: u64, default_limit: u32) -> Admission {
+    pub async fn count_request(
+        &self,
+        lookup: &Lookup,
+        workspace_id: u64,
+        budget: Budget,
+        default_limit: u32,
+    ) -> Admission {
         let pk = workspace_pk(workspace_id);
+        // Cached now, even when the count needs no limit (a workspace's first request of a
+        // second): during a directory outage a recent item stands in for a sender.
+        let known = lookup.workspace.as_ref().filter(|w| field_s(w, "pk") == Some(pk.as_str())).cloned();
+        let known = known.or_else(|| self.cache.get(&pk));
+        if let Some(item) = &known {
+            self.cache.put(pk.clone(), item.clone());
+        }
         let limit = async {
-            let item = match lookup.workspace.as_ref().filter(|w| field_s(w, "pk") == Some(pk.as_str())) {
-                Some(item) => Some(item.clone()),
-                None => match self.cache.get(&pk) {
-                    Some(item) => Some(item),
-                    None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Refused).await {
-                        Ok(mut found) => found.remove(&pk),
-                        Err(e) => {
-                            tracing::warn!(error = %e, workspace_id, "workspace limit unreadable; default used");
-                            None
-                        }
-                    },
+            let item = match known {
+                Some(item) => Some(item),
+                None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Refused).await {
+                    Ok(mut found) => found.remove(&pk),
+                    Err(e) => {
+                        tracing::warn!(error = %e, workspace_id, "workspace limit unreadable; default used");
+                        None
+                    }
                 },
             };
             let limit = item.as_ref().and_then(|i| field_u64(i, "rate_limit"));
@@ -278,7 +288,7 @@ impl Directory {
             }
             limit.map_or(default_limit, |l| l.clamp(1, u64::from(limits::MAX_LIMIT)) as u32)
         };
-        self.limiter.count(workspace_id, limit).await
+        self.limiter.count(workspace_id, budget, limit).await
     }
 
     async fn batch_get(&self, wanted: &[(&str, &str)]) -> Result<Vec<Item>, StoreError> {

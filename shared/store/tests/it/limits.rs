@@ -1,44 +1,100 @@
-//! Per-workspace fairness (`directory::limits`): a workspace's limit holds across several
-//! instances, a full second is answered from memory, the limiter fails open, and limits
-//! are set per workspace within bounds. The 429 itself is tested in call-ingest-http.
+//! Per-workspace fairness (`directory::limits`): a workspace's budget holds across several
+//! instances, sends over it are paced and only a flood refused, a spent second is answered
+//! from memory, a sparse workspace costs no counter write, the limiter fails open, and
+//! limits are set per workspace within bounds. The 202 and 429 are tested in
+//! call-ingest-http.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use call_ingest_store::directory::admin::AdminError;
-use call_ingest_store::directory::limits::{Admission, Limiter};
+use call_ingest_store::directory::limits::{Admission, Budget, Limiter, FLOOD_FACTOR};
 use serde_json::json;
 use testkit::Tables;
 
-/// A clock the tests move by hand: a fixed second, so no test straddles two.
-static SECOND: AtomicU64 = AtomicU64::new(1_900_000_000);
+thread_local! {
+    /// A clock each test moves by hand, only forward (each `#[tokio::test]` runs on a thread
+    /// of its own, so no test moves another's clock).
+    static SECOND: Cell<u64> = const { Cell::new(1_900_000_000) };
+}
 
 fn held_clock() -> SystemTime {
-    UNIX_EPOCH + Duration::from_secs(SECOND.load(Ordering::SeqCst))
+    UNIX_EPOCH + Duration::from_secs(SECOND.with(Cell::get))
+}
+
+/// Moves the held clock to the next second.
+fn next_second() {
+    SECOND.with(|s| s.set(s.get() + 1));
 }
 
 #[tokio::test]
-async fn a_limit_holds_across_instances_and_a_full_second_costs_no_more_writes() {
+async fn a_read_budget_holds_across_instances_and_a_spent_second_costs_no_more_writes() {
     let t = Tables::new().await;
     let instances: Vec<Limiter> =
         (0..3).map(|_| Limiter::with_clock(t.client.clone(), &t.directory, held_clock)).collect();
     let writes = t.fault(json!({"op": "UpdateItem", "fault": "observe", "times": 1000, "table": t.directory}));
-    let second = SECOND.load(Ordering::SeqCst);
+    next_second();
     let mut admitted = 0;
     for i in 0..30 {
-        match instances[i % 3].count(7, async { 5 }).await {
+        match instances[i % 3].count(7, Budget::Reads, async { 5 }).await {
             Admission::Admitted => admitted += 1,
             Admission::Limited { retry_after_secs } => assert_eq!(retry_after_secs, 1),
+            Admission::Over => panic!("a read is never paced: it is admitted or refused"),
         }
     }
-    assert_eq!(admitted, 5, "the limit is per workspace, not per instance");
-    assert_eq!(t.fired(writes), 5 + 3, "each instance learns the second is full once, then answers from memory");
-    // Another workspace has its own count.
-    assert_eq!(instances[0].count(8, async { 5 }).await, Admission::Admitted);
-    // The next second starts afresh (only this test moves the clock, and only forward,
-    // past the second it used).
-    SECOND.compare_exchange(second, second + 10, Ordering::SeqCst, Ordering::SeqCst).ok();
-    assert_eq!(instances[1].count(7, async { 5 }).await, Admission::Admitted);
+    // Each instance takes its first read of the second uncounted, so the budget can be
+    // passed by at most one read per instance.
+    assert!((5..=5 + 3).contains(&admitted), "the budget is per workspace, not per instance: {admitted}");
+    // Writes: none for each instance's first, then one each until the instance learns the
+    // second is spent, then none.
+    assert!(t.fired(writes) <= 5 + 3, "{} counter writes", t.fired(writes));
+    // Another workspace, and the sends of this one, have their own counts.
+    assert_eq!(instances[0].count(8, Budget::Reads, async { 5 }).await, Admission::Admitted);
+    assert_eq!(instances[0].count(7, Budget::Sends, async { 5 }).await, Admission::Admitted);
+    // The next second starts afresh.
+    next_second();
+    assert_eq!(instances[1].count(7, Budget::Reads, async { 5 }).await, Admission::Admitted);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn sends_over_the_budget_are_paced_and_only_a_flood_is_refused() {
+    let t = Tables::new().await;
+    let instances: Vec<Limiter> =
+        (0..2).map(|_| Limiter::with_clock(t.client.clone(), &t.directory, held_clock)).collect();
+    next_second();
+    let (mut admitted, mut over, mut refused) = (0, 0, 0);
+    for i in 0..(2 * FLOOD_FACTOR as usize + 10) {
+        match instances[i % 2].count(9, Budget::Sends, async { 2 }).await {
+            Admission::Admitted => admitted += 1,
+            Admission::Over => over += 1,
+            Admission::Limited { retry_after_secs } => {
+                assert_eq!(retry_after_secs, 1);
+                refused += 1
+            }
+        }
+    }
+    // A budget of 2: 2 admitted (plus at most one uncounted per instance), up to 10 times
+    // the budget paced, the rest refused.
+    assert!((2..=4).contains(&admitted), "{admitted} admitted");
+    assert_eq!(admitted + over, 2 * FLOOD_FACTOR as usize, "{admitted} admitted, {over} paced");
+    assert_eq!(refused, 10);
+    t.delete().await;
+}
+
+#[tokio::test]
+async fn a_workspace_sending_a_call_a_second_costs_no_counter_write() {
+    let t = Tables::new().await;
+    let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
+    let writes = t.fault(json!({"op": "UpdateItem", "fault": "observe", "times": 1000, "table": t.directory}));
+    for _ in 0..5 {
+        next_second();
+        assert_eq!(limiter.count(3, Budget::Sends, async { 20 }).await, Admission::Admitted);
+    }
+    assert_eq!(t.fired(writes), 0, "the first request of a second is admitted without a write");
+    // The second request of a second is counted, with the first.
+    assert_eq!(limiter.count(3, Budget::Sends, async { 20 }).await, Admission::Admitted);
+    assert_eq!(t.fired(writes), 1);
     t.delete().await;
 }
 
@@ -47,7 +103,11 @@ async fn the_limiter_fails_open_when_its_counter_cannot_be_written() {
     let t = Tables::new().await;
     let limiter = Limiter::new(t.client.clone(), &t.directory);
     t.fault(json!({"op": "UpdateItem", "fault": "throttle", "times": 3, "table": t.directory}));
-    assert_eq!(limiter.count(1, async { 1 }).await, Admission::Admitted, "a throttled counter refused a good call");
+    assert_eq!(
+        limiter.count(1, Budget::Sends, async { 1 }).await,
+        Admission::Admitted,
+        "a throttled counter refused a good call"
+    );
     t.delete().await;
 }
 
