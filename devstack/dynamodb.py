@@ -27,7 +27,7 @@ from moto.moto_server.threaded_moto_server import MotoRequestHandler
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
-from devstack.faults import FaultLayer
+from devstack.faults import FaultLayer, service_of
 
 
 class QuietHandler(MotoRequestHandler):
@@ -41,9 +41,17 @@ class QuietHandler(MotoRequestHandler):
 
 
 def one_at_a_time(app):
-    lock = threading.Lock()
+    """Each service's requests one at a time, and the services alongside one another: a
+    DynamoDB request never waits for an S3 one. Behind one lock, the pending sweep's S3
+    traffic, the clients and the read-back queued on one another. (moto's S3 is not safe
+    to list while another thread writes the bucket, hence its own lock.)"""
+    locks = {}
+    guard = threading.Lock()
 
     def serial(environ, start_response):
+        service = service_of(environ)
+        with guard:
+            lock = locks.setdefault(service, threading.Lock())
         with lock:
             return list(app(environ, start_response))
 
@@ -67,6 +75,10 @@ def main():
     a = p.parse_args()
     app = FaultLayer(one_at_a_time(DomainDispatcherApplication(create_backend_app)), key_names)
     server = make_server(a.host, a.port, app, threaded=True, request_handler=QuietHandler)
+    # werkzeug listens with a backlog of 128: the clients, 8 instances per function, the
+    # committer's 16 commits at once and the read-back overflow it, and a refused connection
+    # looks like an outage. DynamoDB and S3 take whatever is sent.
+    server.socket.listen(1024)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"READY {server.server_address[1]}", flush=True)
     done = threading.Event()

@@ -1,6 +1,6 @@
 //! Listing a workspace's calls (or one agent's), newest first, a page per query.
 //!
-//! Both listing indexes are sorted by `listed_ms` (the call's start, else when it was first
+//! The listing index is sorted by `listed_ms` (the call's start, else when it was first
 //! received); calls with the same `listed_ms` are told apart by their provider call id, so a
 //! page ends at a [`Position`] that the next page starts after. A call stored meanwhile
 //! is listed on a later page when it sorts after that position, and never twice.
@@ -62,48 +62,78 @@ pub struct Page {
     pub next: Option<Position>,
 }
 
+/// Queries of the index one page of an agent's listing may make: an agent's calls are
+/// found among its workspace's by a filter, and a page that found too few of them in this
+/// many ends early, with a cursor to go on from.
+const MAX_QUERIES: usize = 8;
+/// Index items one query of an agent's listing evaluates at the most.
+const AGENT_SCAN: i32 = 500;
+
 impl Store {
-    /// A page of calls, newest first: one query of a listing index (eventually
-    /// consistent: a call stored a moment ago may not be listed yet).
+    /// A page of calls, newest first, from the workspace's listing index (eventually
+    /// consistent: a call stored a moment ago may not be listed yet). The whole workspace:
+    /// one query. One agent: the same index filtered on the agent, a query or a few (one
+    /// listing index instead of two saves a write unit on every new call; listings are far
+    /// rarer than sends).
     pub async fn list_calls(&self, listing: &Listing<'_>) -> Result<Page, StoreError> {
         let limit = listing.limit.clamp(1, MAX_PAGE);
-        let (index, hash) = match listing.agent_id {
-            Some(agent_id) => (tables::BY_AGENT, s(format!("{}#{agent_id}", listing.workspace_id))),
-            None => (tables::BY_WORKSPACE, n(listing.workspace_id)),
-        };
-        let mut request = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(index.name)
-            .key_condition_expression("#h = :h AND listed_ms BETWEEN :from AND :to")
-            .expression_attribute_names("#h", index.hash.0)
-            .expression_attribute_values(":h", hash.clone())
-            .expression_attribute_values(":from", n(listing.from_ms))
-            .expression_attribute_values(":to", n(listing.to_ms))
-            .scan_index_forward(false)
-            // One more than the page: whether there is a next page is known now, not after
-            // a query that finds nothing.
-            .limit(limit as i32 + 1);
-        if let Some(after) = &listing.after {
+        let hash = n(listing.workspace_id);
+        let index = tables::BY_WORKSPACE;
+        let mut start = listing.after.as_ref().map(|after| {
             let mut start = Item::new();
-            start.insert(index.hash.0.to_owned(), hash);
+            start.insert(index.hash.0.to_owned(), hash.clone());
             start.insert("listed_ms".to_owned(), n(after.listed_ms));
             start.insert("pk".to_owned(), s(call_pk(listing.workspace_id, &after.call_id)));
             start.insert("sk".to_owned(), s(HEAD));
-            request = request.set_exclusive_start_key(Some(start));
+            start
+        });
+        let mut calls: Vec<CallSummary> = Vec::new();
+        for _ in 0..MAX_QUERIES {
+            let mut request = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index.name)
+                .key_condition_expression("#h = :h AND listed_ms BETWEEN :from AND :to")
+                .expression_attribute_names("#h", index.hash.0)
+                .expression_attribute_values(":h", hash.clone())
+                .expression_attribute_values(":from", n(listing.from_ms))
+                .expression_attribute_values(":to", n(listing.to_ms))
+                .scan_index_forward(false)
+                .set_exclusive_start_key(start.take());
+            request = match listing.agent_id {
+                // One more than the page: whether there is a next page is known now, not
+                // after a query that finds nothing.
+                None => request.limit(limit as i32 + 1),
+                Some(agent_id) => request
+                    .filter_expression("agent_id = :agent")
+                    .expression_attribute_values(":agent", s(agent_id))
+                    .limit(AGENT_SCAN),
+            };
+            let out = request.send().await.map_err(StoreError::from_sdk)?;
+            calls.extend(out.items().iter().filter_map(summary));
+            start = out.last_evaluated_key;
+            if calls.len() > limit || start.is_none() {
+                break;
+            }
         }
-        let out = request.send().await.map_err(StoreError::from_sdk)?;
-        let mut calls: Vec<CallSummary> = out.items().iter().filter_map(summary).collect();
-        // More than a page, or a query that stopped at DynamoDB's 1 MB before the limit.
-        let more = calls.len() > limit || out.last_evaluated_key.is_some();
-        calls.truncate(limit);
-        let next = match more {
-            true => calls.last().map(|c| Position { listed_ms: c.listed_ms, call_id: c.call_id.clone() }),
-            false => None,
+        // More than a page, or the queries stopped (the limit, DynamoDB's 1 MB, or the
+        // agent's calls being few among the workspace's) before the end.
+        let more = calls.len() > limit || start.is_some();
+        let next = if calls.len() > limit {
+            calls.truncate(limit);
+            calls.last().map(|c| Position { listed_ms: c.listed_ms, call_id: c.call_id.clone() })
+        } else {
+            start.as_ref().and_then(evaluated).filter(|_| more)
         };
         Ok(Page { calls, next })
     }
+}
+
+/// Where a query stopped: its last evaluated key as a position.
+fn evaluated(key: &Item) -> Option<Position> {
+    let (_, call_id) = super::item::parse_call_pk(get_s(key, "pk")?)?;
+    Some(Position { listed_ms: get_u64(key, "listed_ms")?, call_id: call_id.to_owned() })
 }
 
 /// The summary an index item holds.
@@ -128,8 +158,8 @@ fn summary(item: &Item) -> Option<CallSummary> {
 
 impl Store {
     /// Puts every head stored before the listing indexes existed into them: sets
-    /// `listed_ws`, `listed_ms` (its start, else when it was first received) and
-    /// `agent_key` on each head that lacks `listed_ws`, unless the head changed meanwhile
+    /// `listed_ws` and `listed_ms` (its start, else when it was first received) on each
+    /// head that lacks `listed_ws`, unless the head changed meanwhile
     /// (a new head has them already). Idempotent. Answers how many heads it updated.
     pub async fn reindex(&self) -> Result<usize, StoreError> {
         let filter = "sk = :head AND attribute_not_exists(listed_ws)";
@@ -144,9 +174,7 @@ impl Store {
     }
 
     async fn index_head(&self, head: &Item) -> Result<bool, StoreError> {
-        let (Some(pk), Some(agent_id), Some(revision)) =
-            (get_s(head, "pk"), get_s(head, "agent_id"), get_u64(head, "revision"))
-        else {
+        let (Some(pk), Some(revision)) = (get_s(head, "pk"), get_u64(head, "revision")) else {
             return Ok(false);
         };
         let Some((workspace_id, _)) = super::item::parse_call_pk(pk) else {
@@ -161,13 +189,12 @@ impl Store {
             .table_name(&self.table)
             .key("pk", s(pk))
             .key("sk", s(HEAD))
-            .update_expression("SET listed_ws = :ws, listed_ms = :ms, agent_key = :agent")
+            .update_expression("SET listed_ws = :ws, listed_ms = :ms")
             .condition_expression("#revision = :revision AND attribute_not_exists(listed_ws)")
             .expression_attribute_names("#revision", "revision")
             .expression_attribute_values(":revision", n(revision))
             .expression_attribute_values(":ws", n(workspace_id))
             .expression_attribute_values(":ms", n(listed_ms))
-            .expression_attribute_values(":agent", s(format!("{workspace_id}#{agent_id}")))
             .send()
             .await;
         match result {

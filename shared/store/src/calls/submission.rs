@@ -49,7 +49,6 @@ impl Submission {
         attributes.insert("updated_at".into(), n(now));
         attributes.insert("raw_bytes".into(), n(raw.len()));
         attributes.insert("unpacked_bytes".into(), n(packed.unpacked_len));
-        attributes.insert("agent_key".into(), s(format!("{}#{}", owner.workspace_id, owner.agent_id)));
         attributes.insert("listed_ws".into(), n(owner.workspace_id));
         if let Some(start) = doc.summary.start_ms {
             attributes.insert("start_ms".into(), n(start));

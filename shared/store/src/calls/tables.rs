@@ -61,7 +61,7 @@ pub const SUMMARY: &[&str] = &[
     "created_at",
     "updated_at",
 ];
-/// Lists a workspace's calls, newest first: `listed_ws` (the workspace) and `listed_ms`
+/// Lists a workspace's calls (and, filtered, one agent's), newest first: `listed_ws` (the workspace) and `listed_ms`
 /// (the call's start, else when it was first received). Only heads carry them.
 pub const BY_WORKSPACE: Index = Index {
     name: "by-workspace-listed",
@@ -69,18 +69,9 @@ pub const BY_WORKSPACE: Index = Index {
     range: Some(("listed_ms", ScalarKind::N)),
     include: Some(SUMMARY),
 };
-/// Lists an agent's calls, newest first: `agent_key` (`<workspace>#<agent id>`) and
-/// `listed_ms`. Only heads carry them.
-pub const BY_AGENT: Index = Index {
-    name: "by-agent-listed",
-    hash: ("agent_key", ScalarKind::S),
-    range: Some(("listed_ms", ScalarKind::N)),
-    include: Some(SUMMARY),
-};
-
 /// The Calls table.
 pub const CALLS: TableDef =
-    TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_WORKSPACE, BY_AGENT], stream_new_images: true };
+    TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_WORKSPACE], stream_new_images: true };
 /// The Directory table.
 pub const DIRECTORY: TableDef = TableDef { logical_id: "DirectoryTable", indexes: &[], stream_new_images: false };
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use call_ingest_core::call::{ingest, CallDocument, Operation};
+use call_ingest_store::calls::list::Listing;
 use call_ingest_store::calls::{item, tables, Outcome, Owner, Store, StoreError};
 use serde_json::{json, Value};
 use testkit::{small_call, Tables};
@@ -169,8 +170,19 @@ async fn the_same_document_under_another_agent_is_a_revision() {
     assert_eq!((second.id, second.outcome, second.revision), (first.id, Outcome::Revised, 2));
     let call = store.get_call(1, "moved", true).await.unwrap().unwrap();
     assert_eq!(call.agent_id, "agt_new", "the call is now the new agent's");
-    let head = store.raw_head(1, "moved").await.unwrap().unwrap();
-    assert_eq!(item::get_s(&head, "agent_key"), Some("1#agt_new"), "listed under the new agent");
+    let listed = |agent_id| {
+        let listing = Listing {
+            workspace_id: 1,
+            agent_id: Some(agent_id),
+            from_ms: 0,
+            to_ms: u64::MAX >> 11,
+            after: None,
+            limit: 10,
+        };
+        let store = &store;
+        async move { store.list_calls(&listing).await.unwrap().calls.len() }
+    };
+    assert_eq!((listed("agt_new").await, listed("agt_old").await), (1, 0), "listed under the new agent only");
     // And the same again under the new agent is a replay.
     let third = store.put_call(Owner { workspace_id: 1, agent_id: "agt_new" }, &doc, &raw).await.unwrap();
     assert_eq!(third.outcome, Outcome::Unchanged);
