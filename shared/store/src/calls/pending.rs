@@ -135,15 +135,44 @@ impl Store {
     /// Commits the pending submissions received before `before_ms`, a page of the listing
     /// at a time, until `deadline`. The calls of a page are committed [`SWEEP_PARALLEL`] at
     /// a time; the submissions of one call one after the other, in the order they arrived
-    /// (their keys sort by received time), so the last one received ends up current. Each
-    /// commit first asks `pace` whether its workspace may commit now (its send budget); a
-    /// workspace over it waits for the next second, so a backlog is committed at the
-    /// workspace's rate.
+    /// (their keys sort by received time), so the last one received ends up current.
+    ///
+    /// Each commit first asks `may_commit` whether its workspace may commit now (its send
+    /// budget). A workspace refused is passed over for the rest of the pass (its calls wait,
+    /// holding no slot, and it is asked no more, so its budget is not spent on asking); when
+    /// a pass passed any over, the sweep waits for the next second and goes round again,
+    /// so a backlog is committed at each workspace's rate and no workspace holds up another.
     pub async fn sweep_pending(
         &self,
         before_ms: u64,
         deadline: std::time::Instant,
         may_commit: &MayCommit<'_>,
+    ) -> Result<Sweep, StoreError> {
+        let mut sweep = Sweep::default();
+        loop {
+            let full = std::sync::Mutex::new(std::collections::HashSet::new());
+            let pass = self.sweep_pass(before_ms, deadline, may_commit, &full).await?;
+            sweep.committed += pass.committed;
+            sweep.erased += pass.erased;
+            sweep.gone += pass.gone;
+            sweep.unreadable += pass.unreadable;
+            let paced = full.lock().unwrap_or_else(|p| p.into_inner()).len();
+            if paced == 0 || std::time::Instant::now() + until_next_second() >= deadline {
+                sweep.left = pass.left;
+                return Ok(sweep);
+            }
+            tokio::time::sleep(until_next_second()).await;
+        }
+    }
+
+    /// One pass over the pending submissions (see [`Store::sweep_pending`]); `full` collects
+    /// the workspaces refused in it.
+    async fn sweep_pass(
+        &self,
+        before_ms: u64,
+        deadline: std::time::Instant,
+        may_commit: &MayCommit<'_>,
+        full: &std::sync::Mutex<std::collections::HashSet<u64>>,
     ) -> Result<Sweep, StoreError> {
         use futures_util::stream::{self, StreamExt};
         let mut sweep = Sweep::default();
@@ -175,7 +204,7 @@ impl Store {
                 }
             }
             let results: Vec<Sweep> = stream::iter(calls)
-                .map(|group| self.commit_in_order(group, deadline, may_commit))
+                .map(|group| self.commit_in_order(group, deadline, may_commit, full))
                 .buffer_unordered(SWEEP_PARALLEL)
                 .collect()
                 .await;
@@ -197,24 +226,29 @@ impl Store {
         }
     }
 
-    /// Commits one call's pending submissions, oldest first; stops at the first that fails
-    /// (the next sweep resumes with it, so their order is kept).
+    /// Commits one call's pending submissions, oldest first; stops at the first that fails,
+    /// or when its workspace is over its budget (the next pass resumes with it, so their
+    /// order is kept).
     async fn commit_in_order(
         &self,
         keys: Vec<&str>,
         deadline: std::time::Instant,
         may_commit: &MayCommit<'_>,
+        full: &std::sync::Mutex<std::collections::HashSet<u64>>,
     ) -> Sweep {
         let mut sweep = Sweep::default();
         let workspace_id = keys.first().and_then(|k| workspace_of(k));
+        let is_full = |ws: u64| full.lock().unwrap_or_else(|p| p.into_inner()).contains(&ws);
         for (i, key) in keys.iter().enumerate() {
-            while let Some(ws) = workspace_id {
-                if std::time::Instant::now() >= deadline || may_commit(ws).await {
-                    break;
+            let over = match workspace_id {
+                Some(ws) if is_full(ws) => true,
+                Some(ws) if !may_commit(ws).await => {
+                    full.lock().unwrap_or_else(|p| p.into_inner()).insert(ws);
+                    true
                 }
-                tokio::time::sleep(until_next_second()).await;
-            }
-            if std::time::Instant::now() >= deadline {
+                _ => false,
+            };
+            if over || std::time::Instant::now() >= deadline {
                 sweep.left += keys.len() - i;
                 break;
             }

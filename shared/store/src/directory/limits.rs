@@ -21,9 +21,10 @@
 //! budget spent) it answers the rest of that second from memory, so a flood costs at most
 //! one write per instance and second beyond the threshold.
 //!
-//! The limiter fails open: when the counter cannot be written (throttled, unreachable) the
-//! request goes on. It protects the other tenants' share; refusing good calls because the
-//! counter is unavailable would protect nobody.
+//! When the counter cannot be written (throttled, unreachable) a read goes on (refusing it
+//! would protect nobody) and a send is paced: made durable in S3 and committed later at the
+//! workspace's rate, so neither a DynamoDB outage nor a throttled counter loses a call or
+//! lets a flood through.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -158,9 +159,18 @@ impl Limiter {
                 tracing::warn!(workspace_id, "rate counter answered no count; request admitted");
                 Admission::Admitted
             }
+            // A send goes the durable way that needs no count (S3, committed later at the
+            // workspace's rate): the counter fails when DynamoDB is throttled or down, when
+            // a commit now would likely fail too, and a limiter that failed open would let
+            // a flood through whenever its own counter is throttled.
+            Err(e) if budget == Budget::Sends => {
+                let e = StoreError::from_sdk(e);
+                tracing::warn!(error = %e, workspace_id, "rate counter unavailable; send paced");
+                Admission::Over
+            }
             Err(e) => {
                 let e = StoreError::from_sdk(e);
-                tracing::warn!(error = %e, workspace_id, "rate counter unavailable; request admitted");
+                tracing::warn!(error = %e, workspace_id, "rate counter unavailable; read admitted");
                 Admission::Admitted
             }
         };

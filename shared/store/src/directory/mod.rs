@@ -266,16 +266,24 @@ impl Directory {
         let pk = workspace_pk(workspace_id);
         // Cached now, even when the count needs no limit (a workspace's first request of a
         // second): during a directory outage a recent item stands in for a sender.
-        let known = lookup.workspace.as_ref().filter(|w| field_s(w, "pk") == Some(pk.as_str())).cloned();
-        let known = known.or_else(|| self.cache.get(&pk));
-        if let Some(item) = &known {
+        // (Only an item read now is cached: one put back from the cache would never expire
+        // on a busy instance, and a changed limit would never be seen.)
+        let read = lookup.workspace.as_ref().filter(|w| field_s(w, "pk") == Some(pk.as_str())).cloned();
+        if let Some(item) = &read {
             self.cache.put(pk.clone(), item.clone());
         }
+        let known = read.or_else(|| self.cache.get(&pk));
         let limit = async {
             let item = match known {
                 Some(item) => Some(item),
                 None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Refused).await {
-                    Ok(mut found) => found.remove(&pk),
+                    Ok(mut found) => {
+                        let item = found.remove(&pk);
+                        if let Some(item) = &item {
+                            self.cache.put(pk.clone(), item.clone());
+                        }
+                        item
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, workspace_id, "workspace limit unreadable; default used");
                         None
@@ -283,9 +291,6 @@ impl Directory {
                 },
             };
             let limit = item.as_ref().and_then(|i| field_u64(i, "rate_limit"));
-            if let Some(item) = item {
-                self.cache.put(pk.clone(), item);
-            }
             limit.map_or(default_limit, |l| l.clamp(1, u64::from(limits::MAX_LIMIT)) as u32)
         };
         self.limiter.count(workspace_id, budget, limit).await

@@ -1,6 +1,7 @@
 //! Per-workspace fairness (`directory::limits`): a workspace's budget holds across several
 //! instances, sends over it are paced and only a flood refused, a spent second is answered
-//! from memory, a sparse workspace costs no counter write, the limiter fails open, and
+//! from memory, a sparse workspace costs no counter write, a counter that cannot be written admits
+//! reads and paces sends, and
 //! limits are set per workspace within bounds. The 202 and 429 are tested in
 //! call-ingest-http.
 
@@ -99,14 +100,19 @@ async fn a_workspace_sending_a_call_a_second_costs_no_counter_write() {
 }
 
 #[tokio::test]
-async fn the_limiter_fails_open_when_its_counter_cannot_be_written() {
+async fn a_counter_that_cannot_be_written_admits_reads_and_paces_sends() {
     let t = Tables::new().await;
-    let limiter = Limiter::new(t.client.clone(), &t.directory);
-    t.fault(json!({"op": "UpdateItem", "fault": "throttle", "times": 3, "table": t.directory}));
+    let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
+    next_second();
+    // Each instance's first request of a second needs no count.
+    assert_eq!(limiter.count(1, Budget::Reads, async { 1 }).await, Admission::Admitted);
+    assert_eq!(limiter.count(1, Budget::Sends, async { 1 }).await, Admission::Admitted);
+    t.fault(json!({"op": "UpdateItem", "fault": "throttle", "times": 6, "table": t.directory}));
+    assert_eq!(limiter.count(1, Budget::Reads, async { 1 }).await, Admission::Admitted, "a read refused");
     assert_eq!(
         limiter.count(1, Budget::Sends, async { 1 }).await,
-        Admission::Admitted,
-        "a throttled counter refused a good call"
+        Admission::Over,
+        "a send neither refused nor let through uncounted: made durable, committed later"
     );
     t.delete().await;
 }
