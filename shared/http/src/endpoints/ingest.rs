@@ -78,7 +78,7 @@ pub(crate) async fn process(
     // Judged now, told only to an authenticated caller.
     let checked = body_checks(backend, request);
     let endpoint = Endpoint::Ingest(operation);
-    match operation {
+    let (workspace_id, agent, pace, doc, body) = match operation {
         Operation::CreateCall => {
             let query = query(request);
             let agent = query
@@ -92,17 +92,7 @@ pub(crate) async fn process(
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body)?;
             let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
-            store_call(
-                backend,
-                Owner { workspace_id, agent_id: &agent.id },
-                operation,
-                pace,
-                received,
-                &doc,
-                &body,
-                log,
-            )
-            .await
+            (workspace_id, agent, pace, doc, body)
         }
         Operation::SendCallData => {
             // The agent is named in the body. Only its first bytes are read (and
@@ -132,19 +122,11 @@ pub(crate) async fn process(
             let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
-            store_call(
-                backend,
-                Owner { workspace_id, agent_id: &agent.id },
-                operation,
-                pace,
-                received,
-                &doc,
-                &body,
-                log,
-            )
-            .await
+            (workspace_id, agent, pace, doc, body)
         }
-    }
+    };
+    let owner = Owner { workspace_id, agent_id: &agent.id };
+    store_call(backend, owner, operation, pace, received, &doc, &body, log).await
 }
 
 /// Stores the call; its reply, or the problem storing it. When DynamoDB cannot commit it
