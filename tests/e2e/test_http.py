@@ -176,26 +176,30 @@ def test_a_revoked_key_stops_working_within_the_cache_bound_even_after_a_freeze(
 
 
 def test_a_workspace_over_its_send_budget_loses_no_call_across_instances(stack):
-    # A workspace of its own, limited to 3 sends per second by callctl.
+    # A workspace of its own, limited to 5 sends per second by callctl (a flood would be
+    # more than 50 in a second: none here is refused).
     ws = stack.ctl("workspace", "create", "--name", unique("limited"))["id"]
     stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "desk")
     key = stack.ctl("key", "create", "--workspace", ws, "--name", "k")["token"]
-    assert stack.ctl("workspace", "limit", "--id", ws, "--per-second", 3)["rate_limit"] == 3
+    assert stack.ctl("workspace", "limit", "--id", ws, "--per-second", 5)["rate_limit"] == 5
     url = f"{stack.url}/api/v1/public/call?workspace_id={ws}&agent_remote_identifier=desk"
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    ids = [unique("limited") for _ in range(16)]
+    sent = 48
+    ids = [unique("limited") for _ in range(sent)]
     bodies = [body_for(stack, i) for i in ids]
     started = time.time()
-    answers = at_once(16, lambda i: request("POST", url, bodies[i], headers))
+    answers = at_once(sent, lambda i: request("POST", url, bodies[i], headers))
     seconds = int(time.time()) - int(started) + 1
     created = [a for a in answers if a.status == 201]
     accepted = [a for a in answers if a.status == 202]
-    # 16 sends at a budget of 3 a second are under the flood threshold (30): none refused.
-    assert len(created) + len(accepted) == 16, answers
-    # Stored at once: at most the budget, plus one per instance taken uncounted, in each
-    # second they spanned; the rest accepted, to be committed at the workspace's rate.
-    assert 1 <= len(created) <= (3 + stack.instances) * seconds, (len(created), seconds)
-    assert accepted, "no send over the budget was accepted for later"
+    assert len(created) + len(accepted) == sent, answers
+    # Stored at once: at most the budget, plus the one request each instance takes
+    # uncounted, in each second they spanned; the rest accepted, to be committed at the
+    # workspace's rate.
+    most = (5 + stack.instances) * seconds
+    assert 1 <= len(created) <= most, (len(created), seconds)
+    if sent > most:
+        assert accepted, "no send over the budget was accepted for later"
     for a in accepted:
         assert a.body == {"provider_call_id": a.body["provider_call_id"], "status": "accepted"}
         assert a.headers.get("x-request-id")
