@@ -13,13 +13,17 @@ In front of moto, the fault layer refuses what DynamoDB refuses and moto accepts
 keys, numbers out of range, large items) and injects DynamoDB's failures on command
 (`POST /_faults/rules`; see devstack/faults.py).
 
+DEVSTACK_TRACEMALLOC=<file> writes where the process's memory goes to <file> every 10 s.
+
 With --watch-stdin the server stops as soon as its parent goes away (its end of the pipe
 closes), so a test run never leaves a server behind.
 """
 import argparse
+import os
 import signal
 import sys
 import threading
+import time
 
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
@@ -27,6 +31,7 @@ from moto.moto_server.threaded_moto_server import MotoRequestHandler
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
+from devstack import transactions
 from devstack.faults import FaultLayer, service_of
 
 
@@ -66,6 +71,23 @@ def key_names(region, table):
     return [k for k in t.hash_key_names if k], [k for k in t.range_key_names if k]
 
 
+def memory_report(path, every=10):
+    """Where this process's memory goes (DEVSTACK_TRACEMALLOC=<file>): the 25 lines that
+    hold the most, rewritten every `every` seconds. For finding what grows under load."""
+    import tracemalloc
+
+    tracemalloc.start(40)
+    while True:
+        time.sleep(every)
+        top = tracemalloc.take_snapshot().statistics("traceback")[:12]
+        with open(path, "w") as f:
+            for stat in top:
+                f.write(f"{stat.size / 1e6:.1f} MB in {stat.count} blocks\n")
+                for frame in stat.traceback:
+                    if not frame.filename.endswith(("copy.py", "decoder.py", "__init__.py")):
+                        f.write(f"    {frame.filename}:{frame.lineno}\n")
+
+
 def main():
     p = argparse.ArgumentParser(prog="python -m devstack.dynamodb", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,6 +95,7 @@ def main():
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--watch-stdin", action="store_true")
     a = p.parse_args()
+    transactions.install()
     app = FaultLayer(one_at_a_time(DomainDispatcherApplication(create_backend_app)), key_names)
     server = make_server(a.host, a.port, app, threaded=True, request_handler=QuietHandler)
     # werkzeug listens with a backlog of 128: the clients, 8 instances per function, the
@@ -86,6 +109,9 @@ def main():
     signal.signal(signal.SIGINT, lambda *_: done.set())
     if a.watch_stdin:
         threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    trace = os.environ.get("DEVSTACK_TRACEMALLOC")
+    if trace:
+        threading.Thread(target=memory_report, args=(trace,), daemon=True).start()
     done.wait()
     server.shutdown()
 

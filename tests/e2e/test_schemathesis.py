@@ -87,4 +87,15 @@ def test_the_service_answers_as_openapi_yaml_says(stack):
     with open(report) as f:
         output = f.read()
     print(f"schemathesis: exit {run.returncode} after {elapsed:.0f} s (output in {report})")
-    assert run.returncode == 0, f"schemathesis found failures ({report}):\n{output}"
+    assert run.returncode == 0, f"schemathesis found failures ({report}):\n{output}\n{problems(output)}"
+
+
+def problems(output):
+    """The report's errors and failures again, last: CI shows the end of a failed run."""
+    kept, keep = [], False
+    for line in output.splitlines():
+        if line.startswith("====="):
+            keep = any(title in line for title in (" ERRORS ", " FAILURES "))
+        if keep:
+            kept.append(line)
+    return "\n".join(kept[-60:])
