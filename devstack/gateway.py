@@ -22,7 +22,9 @@ What it does as AWS does (and `cargo lambda watch` does not):
     function answers 405 itself);
   * takes many connections at once: a listen backlog of 1024, not socketserver's 5 (with 5,
     fifty clients connecting together see resets and timeouts).
-It also serves Lambda's Invoke API, `POST /2015-03-31/functions/<name>/invocations`, so an
+It runs the functions template.yaml runs on a schedule (every LOCAL_SCHEDULE_SECONDS) and
+those fed by a queue (devstack.queues: the queues, S3's notifications to them and the event
+source mapping). It also serves Lambda's Invoke API, `POST /2015-03-31/functions/<name>/invocations`, so an
 event file can be sent as it is (`cargo lambda invoke -A 127.0.0.1 -P <port> <name>`).
 
 Usage: python -m devstack.gateway --port 9000 --instances 8 --bin DIR   (DIR holds the functions' binaries)
@@ -42,6 +44,8 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote
+
+from devstack.queues import Queues
 
 # Lambda's limit on a synchronous invocation's event, in bytes.
 EVENT_LIMIT = 6 * 1024 * 1024
@@ -419,11 +423,22 @@ def main():
             f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
             functions[name] = f
             started.append(f)
-    for name in SCHEDULED:
-        f = Function(name, os.path.join(args.bin, name), 1, os.environ, sys.stderr)
+    # The functions events other than requests run: one instance for a schedule, and one
+    # for each poller of a queue (the event source mapping's MaximumConcurrency).
+    queues = Queues.from_template(TEMPLATE)
+    consumers = queues.consumers()
+    for name in sorted(set(SCHEDULED) | {c[0] for c in consumers}):
+        instances = (name in SCHEDULED) + sum(c[3] for c in consumers if c[0] == name)
+        f = Function(name, os.path.join(args.bin, name), instances, os.environ, sys.stderr)
         functions[name] = f
         started.append(f)
-        run_on_schedule(f, LOCAL_SCHEDULE_SECONDS)
+        if name in SCHEDULED:
+            run_on_schedule(f, LOCAL_SCHEDULE_SECONDS)
+    if consumers:
+        bucket = os.environ["FRAMES_BUCKET"]
+        queues.create(bucket)
+        for name, logical, batch, pollers in consumers:
+            queues.poll(logical, bucket, functions[name], batch, pollers)
     # SO_REUSEADDR is set before bind (HTTPServer.allow_reuse_address).
     server = Server((args.host, args.port), front_handler(functions))
 

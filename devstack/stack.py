@@ -92,8 +92,9 @@ class Faults:
     def add(self, rule):
         return self._call("POST", "/_faults/rules", rule)["id"]
 
-    def clear(self):
-        self._call("DELETE", "/_faults/rules", {})
+    def clear(self, table=None):
+        """Removes every rule, or only those of `table`."""
+        self._call("DELETE", "/_faults/rules", {} if table is None else {"table": table})
 
     def rules(self):
         return self._call("GET", "/_faults/rules")["rules"]
@@ -145,6 +146,8 @@ class Stack:
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb,
             # moto serves S3 on the same port (the fault layer passes it through).
             "AWS_ENDPOINT_URL_S3": self.dynamodb, "FRAMES_BUCKET": f"frames-{tag}",
+            # and SQS: S3 announces pending objects on a queue (devstack.queues).
+            "AWS_ENDPOINT_URL_SQS": self.dynamodb,
             "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
             "CALLS_TABLE": f"calls-{tag}", "DIRECTORY_TABLE": f"directory-{tag}",
             "CURSOR_SECRET": self.env.get("CURSOR_SECRET") or os.urandom(32).hex(),

@@ -1,14 +1,23 @@
 //! commit-pending: commits the calls that were accepted (202) while DynamoDB could not
-//! take them, kept in S3 as pending (`call_ingest_store::calls::pending`). Run on a schedule
-//! (EventBridge, every minute); a sweep commits every pending submission, oldest first,
-//! through the same idempotent path as a request, each workspace at the rate of its send
-//! budget, and stops well inside its timeout.
+//! take them, kept in S3 as pending (`call_ingest_store::calls::pending`). Two events run it:
+//!
+//! - **the queue** (SQS, fed by S3's notification of each pending object): commits that
+//!   submission within seconds, with the older ones of its call before it. A message whose
+//!   commit failed is named in `batchItemFailures` and comes back after the queue's
+//!   visibility timeout; after 5 receipts it goes to the dead-letter queue. A workspace
+//!   over its send budget commits nothing here: the sweep paces it.
+//! - **the schedule** (EventBridge, every minute): a sweep commits every pending
+//!   submission left, oldest first, each workspace at the rate of its send budget, and
+//!   stops well inside its timeout. It also catches what the queue lost or dead-lettered:
+//!   the object stays in S3 until it is committed.
+
+mod queue;
 
 use std::time::{Duration, Instant};
 
-use call_ingest_http::start;
+use call_ingest_http::{start, Backend};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// A sweep starts no commit after this long (the function's timeout is 60 s).
 const SWEEP_BUDGET: Duration = Duration::from_secs(45);
@@ -16,16 +25,45 @@ const SWEEP_BUDGET: Duration = Duration::from_secs(45);
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let backend = &start().await?;
-    lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| async move {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let started = Instant::now();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
-        let sweep = backend.sweep_pending(now, started + SWEEP_BUDGET).await?;
-        if sweep != Default::default() {
-            let ms = started.elapsed().as_millis() as u64;
-            let (committed, erased, left) = (sweep.committed, sweep.erased, sweep.left);
-            tracing::info!(committed, erased, gone = sweep.gone, unreadable = sweep.unreadable, left, ms, "sweep");
+        match queue::messages(&event.payload, &backend.config.frames_bucket) {
+            Some(batch) => Ok::<_, Error>(commit_batch(backend, batch, started + SWEEP_BUDGET).await),
+            None => sweep(backend, started).await,
         }
-        Ok::<_, Error>(serde_json::to_value(sweep)?)
     }))
     .await
+}
+
+/// Commits the submissions a batch of queue messages announces; answers the messages to
+/// deliver again (SQS's partial batch response).
+async fn commit_batch(backend: &Backend, batch: Vec<queue::Message>, deadline: Instant) -> Value {
+    let mut failures = Vec::new();
+    for message in batch {
+        for key in &message.keys {
+            match backend.commit_notified(key, deadline).await {
+                Ok(done) => {
+                    let (committed, erased, paced) = (done.sweep.committed, done.sweep.erased, done.paced);
+                    tracing::info!(committed, erased, paced, "queued commit");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "queued commit failed; the message comes back");
+                    failures.push(json!({ "itemIdentifier": message.id }));
+                    break;
+                }
+            }
+        }
+    }
+    json!({ "batchItemFailures": failures })
+}
+
+async fn sweep(backend: &Backend, started: Instant) -> Result<Value, Error> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
+    let sweep = backend.sweep_pending(now, started + SWEEP_BUDGET).await?;
+    if sweep != Default::default() {
+        let ms = started.elapsed().as_millis() as u64;
+        let (committed, erased, left) = (sweep.committed, sweep.erased, sweep.left);
+        tracing::info!(committed, erased, gone = sweep.gone, unreadable = sweep.unreadable, left, ms, "sweep");
+    }
+    Ok(serde_json::to_value(sweep)?)
 }

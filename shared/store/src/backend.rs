@@ -77,18 +77,36 @@ impl Backend {
         before_ms: u64,
         deadline: std::time::Instant,
     ) -> Result<crate::calls::pending::Sweep, crate::calls::StoreError> {
+        let lookup = crate::directory::Lookup::default();
+        let budget = self.send_budget(&lookup);
+        self.store().sweep_pending(before_ms, deadline, &budget).await
+    }
+
+    /// Commits the pending submission at `key` that S3 announced through the queue (and
+    /// the older ones of its call), unless its workspace is over its send budget.
+    pub async fn commit_notified(
+        &self,
+        key: &str,
+        deadline: std::time::Instant,
+    ) -> Result<crate::calls::pending::Notified, crate::calls::StoreError> {
+        let lookup = crate::directory::Lookup::default();
+        let budget = self.send_budget(&lookup);
+        self.store().commit_notified(key, deadline, &budget).await
+    }
+
+    /// Whether a workspace may commit a call now: one request of its send budget.
+    fn send_budget<'a>(
+        &'a self,
+        lookup: &'a crate::directory::Lookup,
+    ) -> impl Fn(u64) -> futures_util::future::BoxFuture<'a, bool> + Sync + 'a {
         use crate::directory::limits::{Admission, Budget};
-        use crate::directory::Lookup;
-        let lookup = Lookup::default();
-        let may_commit = |workspace_id: u64| -> futures_util::future::BoxFuture<'_, bool> {
+        move |workspace_id: u64| -> futures_util::future::BoxFuture<'a, bool> {
             let default = self.config.rate_limit;
-            let lookup = &lookup;
             Box::pin(async move {
                 let admission = self.directory().count_request(lookup, workspace_id, Budget::Sends, default).await;
                 admission == Admission::Admitted
             })
-        };
-        self.store().sweep_pending(before_ms, deadline, &may_commit).await
+        }
     }
 
     /// Opens the DynamoDB connection (DNS, TLS) so the first request does not pay for it.

@@ -15,12 +15,24 @@ use testkit::{two_workspaces, TwoWorkspaces};
 const Q: [(&str, &str); 2] = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
 
 async fn post_b(f: &TwoWorkspaces, call_id: &str) -> Answer {
-    send(
-        &f.backend,
-        Operation::CreateCall,
-        request(Operation::CreateCall, Some(&f.key1), &Q, &create_call_body(call_id)),
-    )
-    .await
+    post_status(f, call_id, "ended").await
+}
+
+/// Operation B for `call_id` with `call_status` set to `status` (so two contents differ).
+async fn post_status(f: &TwoWorkspaces, call_id: &str, status: &str) -> Answer {
+    let mut body = create_call_body(call_id);
+    body["call_status"] = json!(status);
+    send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(&f.key1), &Q, &body)).await
+}
+
+/// The call's statuses: each earlier revision's, oldest first, then the current one's.
+async fn statuses(f: &TwoWorkspaces, call_id: &str) -> Vec<String> {
+    let call = f.backend.store().get_call(1, call_id, true).await.unwrap().expect("stored");
+    call.revisions
+        .iter()
+        .chain([&call.current])
+        .map(|r| r.document_value()["call"]["call_status"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 async fn pending(f: &TwoWorkspaces) -> Vec<String> {
@@ -29,8 +41,13 @@ async fn pending(f: &TwoWorkspaces) -> Vec<String> {
 
 /// Runs the committer's sweep now.
 async fn sweep(f: &TwoWorkspaces) -> call_ingest_store::calls::pending::Sweep {
+    sweep_within(f, 20).await
+}
+
+/// Runs the committer's sweep now, for at most `seconds` (it goes round while any is left).
+async fn sweep_within(f: &TwoWorkspaces, seconds: u64) -> call_ingest_store::calls::pending::Sweep {
     let later = call_ingest_store::calls::now_ms() + 1;
-    f.backend.sweep_pending(later, Instant::now() + Duration::from_secs(20)).await.unwrap()
+    f.backend.sweep_pending(later, Instant::now() + Duration::from_secs(seconds)).await.unwrap()
 }
 
 #[tokio::test]
@@ -44,7 +61,7 @@ async fn a_call_dynamodb_cannot_take_is_accepted_then_committed_once_it_returns(
     assert_eq!((a.status, a.body.clone()), (202, json!({"provider_call_id": "while-down", "status": "accepted"})));
     assert_eq!(pending(&f).await.len(), 1, "durable in S3 before the answer");
     // Still down: the sweep leaves it pending.
-    assert_eq!(sweep(&f).await.left, 1);
+    assert_eq!(sweep_within(&f, 3).await.left, 1);
     f.t.clear_faults(&f.t.calls);
     assert_eq!(sweep(&f).await.committed, 1);
     assert_eq!(pending(&f).await, Vec::<String>::new());
@@ -105,10 +122,7 @@ async fn an_erase_wins_over_pending_submissions_received_before_it() {
     let id = first.body["id"].as_u64().unwrap();
     // A new content of it, accepted while DynamoDB was down.
     f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
-    let mut body = create_call_body("erase-wins");
-    body["call_status"] = json!("revised");
-    let r = send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(&f.key1), &Q, &body)).await;
-    assert_eq!(r.status, 202);
+    assert_eq!(post_status(&f, "erase-wins", "revised").await.status, 202);
     f.t.clear_faults(&f.t.calls);
     let key = pending(&f).await.remove(0);
     // A copy the erase will not see (as if it were still being written).
@@ -167,5 +181,50 @@ async fn a_call_sent_during_a_directory_outage_with_a_recently_read_credential_i
     f.t.clear_faults(&f.t.directory);
     assert_eq!(sweep(&f).await.committed, 1);
     assert!(f.backend.store().get_call(1, "during-outage", false).await.unwrap().is_some());
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn an_older_pending_submission_committed_after_a_newer_one_goes_below_it_once() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post_status(&f, "stale", "in-progress").await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    // The newer submission is stored directly while the older one waits in S3.
+    assert_eq!(post_status(&f, "stale", "ended").await.status, 201);
+    let key = pending(&f).await.remove(0);
+    // Committed twice at once (the queue's consumer and the sweep): below the head once.
+    let store = f.backend.store();
+    let (a, b) = tokio::join!(store.commit_pending(&key), store.commit_pending(&key));
+    assert!(a.is_ok() && b.is_ok(), "{a:?} {b:?}");
+    assert_eq!(statuses(&f, "stale").await, ["in-progress", "ended"], "the last received stays current");
+    // A replay of the newer one answers 200 and changes nothing.
+    assert_eq!(post_status(&f, "stale", "ended").await.status, 200);
+    assert_eq!(statuses(&f, "stale").await, ["in-progress", "ended"]);
+    // A revision after it keeps the guard: the head it replaces carried it forward.
+    assert_eq!(post_status(&f, "stale", "archived").await.status, 200);
+    assert_eq!(statuses(&f, "stale").await, ["in-progress", "ended", "archived"]);
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn a_queued_commit_commits_the_older_submissions_of_its_call_first() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post_status(&f, "queued", "first").await.status, 202);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(post_status(&f, "queued", "second").await.status, 202);
+    assert_eq!(post_status(&f, "other", "x").await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    let keys = pending(&f).await;
+    let call_of = |k: &String| k.rsplit_once('/').map(|(call, _)| call.to_owned());
+    let of_two = |k: &&String| keys.iter().filter(|o| call_of(o) == call_of(k)).count() == 2;
+    let newest_of_call = keys.iter().filter(of_two).max().unwrap().clone();
+    // S3 announces the newer one first: the older is committed before it all the same.
+    let done = f.backend.commit_notified(&newest_of_call, Instant::now() + Duration::from_secs(20)).await.unwrap();
+    assert_eq!((done.sweep.committed, done.paced), (2, false), "{done:?}");
+    assert_eq!(statuses(&f, "queued").await, ["first", "second"]);
+    // The other call's submission was not announced: it waits for its own message or the sweep.
+    assert_eq!(pending(&f).await.len(), 1);
     f.t.delete().await;
 }

@@ -153,8 +153,9 @@ impl Store {
         doc: &CallDocument,
         raw: &[u8],
         received: u64,
+        token: &str,
     ) -> Result<Option<Stored>, StoreError> {
-        let sub = Submission::prepare(owner, doc, raw)?;
+        let sub = Submission::prepare(owner, doc, raw)?.received_as(received, token);
         self.commit(owner, doc.call_id(), sub, Some(received)).await
     }
 
@@ -263,8 +264,19 @@ impl Store {
                 }
                 return unchanged(&head, requests).map(Some);
             }
+            if sub.is_below(&head) {
+                // Committed below the head already (this pending object, committed twice).
+                return unchanged(&head, requests).map(Some);
+            }
             requests += 1;
-            match self.revise(&sub, &head).await {
+            let newer_is_current = received.is_some_and(|r| get_u64(&head, "updated_at").is_some_and(|at| at > r));
+            let written = match newer_is_current {
+                // A submission received after this one is current: this one goes below it,
+                // so the last received stays current whatever order they commit in.
+                true => self.insert_below(&sub, &head).await,
+                false => self.revise(&sub, &head).await,
+            };
+            match written {
                 Ok(Some(stored)) => return Ok(Some(Stored { requests, ..stored })),
                 Ok(None) => {}
                 Err(e) => return self.settle(&sub, None, e, requests).await.map(Some),
@@ -298,6 +310,9 @@ impl Store {
         if sub.wrote(&head) {
             let (id, revision) = id_and_revision(&head)?;
             return Ok(sub.stored(id, Outcome::Revised, revision, requests + 1));
+        }
+        if sub.is_below(&head) {
+            return unchanged(&head, requests + 1);
         }
         Err(error)
     }

@@ -94,6 +94,22 @@ impl Submission {
         Ok(Submission { pk, digest, token, attributes, external, bytes, received_ms: now })
     }
 
+    /// This submission as received at `received` (epoch ms), under `token`: a pending one,
+    /// committed later. The token is the pending object's own, so every commit of that
+    /// object (the queue's and the sweep's, a retry) is the same submission.
+    pub fn received_as(mut self, received: u64, token: &str) -> Submission {
+        self.received_ms = received;
+        self.token = token.to_owned();
+        self.attributes.insert("updated_at".into(), n(received));
+        self.attributes.insert("submission".into(), s(token));
+        self
+    }
+
+    /// Whether this submission was put below `head` already (see `Store::insert_below`).
+    pub fn is_below(&self, head: &Item) -> bool {
+        matches!(head.get(super::item::BELOW), Some(AttributeValue::Ss(tokens)) if tokens.contains(&self.token))
+    }
+
     /// Whether `head` holds this submission's content.
     pub fn same_content(&self, head: &Item) -> bool {
         get_s(head, "digest") == Some(&self.digest)

@@ -1,0 +1,162 @@
+//! The queue's side of commit-pending: S3 announces each pending submission it stores
+//! (`s3:ObjectCreated:*` under `pending/`) on an SQS queue, and Lambda's event source mapping
+//! hands this function a batch of those messages. Only the fields used are read: the
+//! shapes are the SQS event (`Records[].messageId`, `.body`) and, in each body, S3's event
+//! notification (`Records[].eventName`, `.s3.bucket.name`, `.s3.object.key`), documented at
+//! <https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html> and
+//! <https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html>.
+//! (aws_lambda_events has these types, behind features that bring chrono and serde_with for
+//! fields never read here.)
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+struct SqsEvent {
+    #[serde(rename = "Records")]
+    records: Vec<SqsMessage>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SqsMessage {
+    message_id: String,
+    #[serde(default)]
+    body: String,
+}
+
+/// S3's notification; its test message (`"Event": "s3:TestEvent"`) has no `Records`.
+#[derive(Deserialize)]
+struct S3Notification {
+    #[serde(rename = "Records", default)]
+    records: Vec<S3Record>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct S3Record {
+    #[serde(default)]
+    event_name: String,
+    s3: S3Entity,
+}
+
+#[derive(Deserialize)]
+struct S3Entity {
+    bucket: Named,
+    object: Keyed,
+}
+
+#[derive(Deserialize)]
+struct Named {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct Keyed {
+    key: String,
+}
+
+/// One message of a batch: its id (what a partial batch failure names) and the pending
+/// keys of `bucket` it announces (none for S3's test message or another bucket's object).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Message {
+    pub id: String,
+    pub keys: Vec<String>,
+}
+
+/// The messages of an SQS event, or None when `event` is not one (the scheduled sweep).
+pub fn messages(event: &Value, bucket: &str) -> Option<Vec<Message>> {
+    let is_sqs = event.get("Records")?.get(0)?.get("eventSource")?.as_str() == Some("aws:sqs");
+    if !is_sqs {
+        return None;
+    }
+    let batch: SqsEvent = serde_json::from_value(event.clone()).ok()?;
+    Some(batch.records.into_iter().map(|m| Message { keys: keys(&m.body, bucket), id: m.message_id }).collect())
+}
+
+/// The pending keys of `bucket` whose creation `body` announces. A body that is not S3's
+/// notification announces none (it is dropped: nothing to commit, and the sweep would find
+/// any pending object it might have named).
+fn keys(body: &str, bucket: &str) -> Vec<String> {
+    let Ok(notification) = serde_json::from_str::<S3Notification>(body) else {
+        tracing::warn!("queue message is not an S3 notification; dropped");
+        return Vec::new();
+    };
+    notification
+        .records
+        .into_iter()
+        .filter(|r| r.event_name.starts_with("ObjectCreated:") && r.s3.bucket.name == bucket)
+        .map(|r| url_decoded(&r.s3.object.key))
+        .filter(|k| k.starts_with(call_ingest_http::PENDING_PREFIX))
+        .collect()
+}
+
+/// An object key as S3 notifications carry it: URL-encoded, spaces as `+`.
+fn url_decoded(key: &str) -> String {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if bytes.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn notification(bucket: &str, key: &str, event: &str) -> String {
+        json!({"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "eventName": event,
+            "s3": {"s3SchemaVersion": "1.0", "bucket": {"name": bucket, "arn": format!("arn:aws:s3:::{bucket}")},
+                   "object": {"key": key, "size": 10, "eTag": "x", "sequencer": "0A"}}}]})
+        .to_string()
+    }
+
+    fn sqs(bodies: &[&str]) -> Value {
+        let records: Vec<Value> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| json!({"messageId": format!("m{i}"), "receiptHandle": "r", "body": b,
+                "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}, "md5OfBody": "x",
+                "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"}))
+            .collect();
+        json!({ "Records": records })
+    }
+
+    #[test]
+    fn a_batch_names_the_pending_keys_of_our_bucket() {
+        let ours = notification("frames", "pending/7/ab%2Bc/0001763700000123-ff", "ObjectCreated:Put");
+        let other_bucket = notification("else", "pending/7/x/1-ff", "ObjectCreated:Put");
+        let frame = notification("frames", "frames/7/x/y", "ObjectCreated:Put");
+        let removed = notification("frames", "pending/7/x/1-ff", "ObjectRemoved:Delete");
+        let test_event = r#"{"Service":"Amazon S3","Event":"s3:TestEvent","Bucket":"frames"}"#;
+        let got = messages(&sqs(&[&ours, &other_bucket, &frame, &removed, test_event, "not json"]), "frames").unwrap();
+        assert_eq!(got[0], Message { id: "m0".into(), keys: vec!["pending/7/ab+c/0001763700000123-ff".into()] });
+        assert!(got[1..].iter().all(|m| m.keys.is_empty()));
+        assert_eq!(got.len(), 6);
+    }
+
+    #[test]
+    fn a_scheduled_event_is_not_a_batch() {
+        let scheduled = json!({"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
+        assert_eq!(messages(&scheduled, "frames"), None);
+        assert_eq!(messages(&json!({"Records": []}), "frames"), None);
+    }
+
+    #[test]
+    fn keys_are_url_decoded() {
+        assert_eq!(url_decoded("a+b%2Fc%zz%4"), "a b/c%zz%4");
+        assert_eq!(url_decoded("%C3%A9"), "é");
+    }
+}
