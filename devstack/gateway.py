@@ -9,6 +9,7 @@ What it does as AWS does (and `cargo lambda watch` does not):
     Content-Encoding, so such bodies reach the handler;
   * routes by method and path, with path parameters (`{id}`), as template.yaml declares;
   * answers 500 when a function's answer is over Lambda's 6 MB response limit;
+  * throttles each route as the template's route settings say (devstack.throttles): 429;
   * refuses a request whose event would be over Lambda's 6 MB limit for a synchronous
     invocation (6,291,456 bytes: the whole event, where a JSON body is an escaped string),
     with API Gateway's own answer: 413 `{"message":"Request Too Long"}`, no X-Request-Id
@@ -46,6 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote
 
 from devstack.queues import Queues
+from devstack.throttles import Throttles
 
 # Lambda's limit on a synchronous invocation's event, in bytes.
 EVENT_LIMIT = 6 * 1024 * 1024
@@ -92,6 +94,14 @@ def template_schedules(path=TEMPLATE):
     ]
 
 
+def template_throttles(path=TEMPLATE):
+    """The HTTP API's route throttles (devstack.throttles)."""
+    import yaml
+
+    with open(path) as f:
+        return Throttles(yaml.safe_load(f))
+
+
 def scheduled_event():
     """What EventBridge hands a function run on a schedule."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -115,6 +125,7 @@ def run_on_schedule(function, seconds):
 # Gateway; `{name}` is one path segment.
 ROUTES = template_routes()
 SCHEDULED = template_schedules()
+THROTTLES = template_throttles()
 # How often scheduled functions run locally (`LOCAL_SCHEDULE_SECONDS`, default 5).
 LOCAL_SCHEDULE_SECONDS = float(os.environ.get("LOCAL_SCHEDULE_SECONDS", "5"))
 # Lambda's limit on a function's answer (a synchronous invocation's response payload).
@@ -352,6 +363,8 @@ def front_handler(functions):
             if found is None:
                 return self.gateway_answer(404, "Not Found")
             route, path_parameters, name = found
+            if not THROTTLES.admit(route):
+                return self.gateway_answer(429, "Too Many Requests")
             function = functions[name]
             # Header values as the socket carried them (latin-1 is how http.server read them).
             headers = [(k, v.encode("latin-1").decode("utf-8", "replace")) for k, v in self.headers.items()]
@@ -434,7 +447,7 @@ def main():
         started.append(f)
         if name in SCHEDULED:
             run_on_schedule(f, LOCAL_SCHEDULE_SECONDS)
-    if consumers:
+    if consumers and os.environ.get("AWS_ENDPOINT_URL_SQS"):
         bucket = os.environ["FRAMES_BUCKET"]
         queues.create(bucket)
         for name, logical, batch, pollers in consumers:

@@ -127,9 +127,11 @@ mod tests {
         let records: Vec<Value> = bodies
             .iter()
             .enumerate()
-            .map(|(i, b)| json!({"messageId": format!("m{i}"), "receiptHandle": "r", "body": b,
+            .map(|(i, b)| {
+                json!({"messageId": format!("m{i}"), "receiptHandle": "r", "body": b,
                 "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}, "md5OfBody": "x",
-                "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"}))
+                "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"})
+            })
             .collect();
         json!({ "Records": records })
     }

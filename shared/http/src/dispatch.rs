@@ -45,6 +45,15 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, request: R
         log.problem = Some(problem.slug);
         response = respond::problem(&problem, endpoint, &request_id);
     }
+    if let (false, Some(workspace_id)) = (matches!(endpoint, Endpoint::Ingest(_)), log.workspace) {
+        // A read costs its read units: a 5 MB range is not a 2 KB get.
+        let bytes = match response.body() {
+            Body::Binary(b) => b.len(),
+            Body::Text(t) => t.len(),
+            _ => 0,
+        };
+        backend.directory().charge_read(workspace_id, bytes);
+    }
     log.status = response.status().as_u16();
     log.finish(&request_id, started.elapsed(), backend.config.json_logs);
     response

@@ -113,3 +113,47 @@ async fn reads_have_a_budget_of_their_own_and_over_it_get_429() {
     assert_eq!(send(&backend, Operation::CreateCall, r).await.status, 201);
     t.delete().await;
 }
+
+/// A read costs a unit per MiB it answers: three reads of a 2.5 MB raw body (3 units each)
+/// spend a budget of 4 that three small reads would not.
+#[tokio::test]
+async fn reads_are_counted_by_the_read_units_they_answer() {
+    let t = Tables::new().await;
+    let backend = t.backend(&[("RATE_LIMIT_PER_SECOND", "1000")]);
+    let d = backend.directory();
+    let ws = d.create_workspace("one").await.unwrap().id;
+    d.create_agent(ws, "desk", None, None).await.unwrap();
+    let key = format!("Bearer {}", d.create_api_key(ws, "k", Scopes::ALL).await.unwrap().token);
+    d.set_rate_limit(ws, Some(4)).await.unwrap();
+    let w = ws.to_string();
+    let q = [("workspace_id", w.as_str()), ("agent_remote_identifier", "desk")];
+    let body: serde_json::Value = serde_json::from_slice(&callgen::create_call_bytes(2_500_000, 1)).unwrap();
+    let stored = send(&backend, Operation::CreateCall, request(Operation::CreateCall, Some(&key), &q, &body)).await;
+    assert_eq!(stored.status, 201, "{}", stored.body);
+    let id = stored.body["id"].as_u64().unwrap().to_string();
+    let read = |path: &'static str| {
+        let r = read_request(Method::GET, path, &[("id", &id)], Some(&key), &[("workspace_id", w.as_str())]);
+        let backend = &backend;
+        let endpoint = if path.ends_with("/raw") { Endpoint::GetRawCall } else { Endpoint::CallRevisions };
+        async move { call_ingest_http::handle(backend, endpoint, r).await.status().as_u16() }
+    };
+    let second = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    // Three reads inside one wall-clock second (tried again if a second boundary fell between).
+    let within_a_second = |path: &'static str| {
+        let read = &read;
+        async move {
+            loop {
+                let into_second = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+                tokio::time::sleep(Duration::from_millis(1005 - u64::from(into_second.subsec_millis()))).await;
+                let started = second();
+                let statuses = [read(path).await, read(path).await, read(path).await];
+                if second() == started {
+                    return statuses;
+                }
+            }
+        }
+    };
+    assert_eq!(within_a_second("/api/v1/public/call/{id}/revisions").await, [200, 200, 200], "small reads");
+    assert_eq!(within_a_second("/api/v1/public/call/{id}/raw").await, [200, 200, 429], "3 units each");
+    t.delete().await;
+}

@@ -46,6 +46,10 @@ pub const FLOOD_FACTOR: u32 = 10;
 /// Requests of one workspace an instance admits in a second before it counts them in the
 /// table.
 pub const FREE_PER_SECOND: u32 = 1;
+/// The bytes of answer one read unit buys: a read costs one unit per MiB it answers (at
+/// least one), so reading a 32 MiB call in ranges spends the budget as its size does,
+/// while a 2 KB get costs one, as before.
+pub const READ_UNIT_BYTES: usize = 1 << 20;
 /// How long counter items are kept before TTL removes them.
 const KEEP_SECS: u64 = 120;
 /// More workspaces than this remembered and the memory starts over.
@@ -114,29 +118,49 @@ impl Limiter {
         Limiter { client, table: table.into(), seen: Mutex::new(HashMap::new()), now }
     }
 
+    /// Adds `units` to what this instance will report with the workspace's next counted
+    /// request (the extra units of a large read, known once it is answered). No write of
+    /// its own; the next request of the second is counted, not taken free. Units charged
+    /// late in a second with no request after them are not counted.
+    pub fn charge(&self, workspace_id: u64, budget: Budget, units: u32) {
+        self.in_second(workspace_id, budget, |seen| {
+            seen.unreported = seen.unreported.saturating_add(units);
+            seen.seen = seen.seen.saturating_add(units).max(FREE_PER_SECOND);
+        });
+    }
+
+    /// Runs `f` on what this instance knows of the workspace's budget in the current second.
+    fn in_second<R>(&self, workspace_id: u64, budget: Budget, f: impl FnOnce(&mut Seen) -> R) -> R {
+        let second = (self.now)().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+        let mut all = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if all.len() >= MAX_REMEMBERED && !all.contains_key(&(workspace_id, budget)) {
+            all.clear();
+        }
+        let seen = all.entry((workspace_id, budget)).or_default();
+        if seen.second != second {
+            *seen = Seen { second, ..Seen::default() };
+        }
+        f(seen)
+    }
+
     /// Counts one request of `workspace_id` against its `budget`, whose size `limit` is
     /// awaited alongside the count's write (reading it costs no round trip of its own).
     pub async fn count(&self, workspace_id: u64, budget: Budget, limit: impl Future<Output = u32>) -> Admission {
-        let second = (self.now)().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
         let limited = Admission::Limited { retry_after_secs: 1 };
-        let report = {
-            let mut all = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-            if all.len() >= MAX_REMEMBERED && !all.contains_key(&(workspace_id, budget)) {
-                all.clear();
-            }
-            let seen = all.entry((workspace_id, budget)).or_default();
-            if seen.second != second {
-                *seen = Seen { second, ..Seen::default() };
-            }
+        let step = self.in_second(workspace_id, budget, |seen| {
             if seen.refused {
-                return limited;
+                return Err(limited);
             }
-            seen.seen += 1;
+            seen.seen = seen.seen.saturating_add(1);
             if seen.seen <= FREE_PER_SECOND {
                 seen.unreported += 1;
-                return Admission::Admitted;
+                return Err(Admission::Admitted);
             }
-            std::mem::take(&mut seen.unreported) + 1
+            Ok((std::mem::take(&mut seen.unreported).saturating_add(1), seen.second))
+        });
+        let (report, second) = match step {
+            Ok(counted) => counted,
+            Err(answer) => return answer,
         };
         let count = self
             .client

@@ -296,6 +296,16 @@ impl Directory {
         self.limiter.count(workspace_id, budget, limit).await
     }
 
+    /// Charges a read of `workspace_id` that answered `bytes` its units beyond the one
+    /// counted when it came in ([`limits::READ_UNIT_BYTES`] each): reported with the
+    /// workspace's next read on this instance, so no write of its own.
+    pub fn charge_read(&self, workspace_id: u64, bytes: usize) {
+        let units = bytes.div_ceil(limits::READ_UNIT_BYTES).saturating_sub(1);
+        if units > 0 {
+            self.limiter.charge(workspace_id, Budget::Reads, u32::try_from(units).unwrap_or(u32::MAX));
+        }
+    }
+
     async fn batch_get(&self, wanted: &[(&str, &str)]) -> Result<Vec<Item>, StoreError> {
         let mut keys = KeysAndAttributes::builder();
         for (pk, sk) in wanted {

@@ -132,3 +132,24 @@ async fn limits_are_set_per_workspace_within_bounds() {
     assert!(matches!(d.set_rate_limit(99, Some(3)).await, Err(AdminError::NoWorkspace(99))));
     t.delete().await;
 }
+
+#[tokio::test]
+async fn a_large_read_costs_its_read_units_and_a_small_one_one() {
+    let t = Tables::new().await;
+    let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
+    next_second();
+    // Small reads: five fit a budget of five.
+    for _ in 0..5 {
+        assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Admitted);
+    }
+    next_second();
+    // A read that answered about 5 MiB costs 5 units: the next read of the second is over.
+    assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Admitted);
+    limiter.charge(7, Budget::Reads, 4);
+    assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Limited { retry_after_secs: 1 });
+    // Another workspace is not charged for it, and the next second starts afresh.
+    assert_eq!(limiter.count(8, Budget::Reads, async { 5 }).await, Admission::Admitted);
+    next_second();
+    assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Admitted);
+    t.delete().await;
+}

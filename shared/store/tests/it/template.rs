@@ -108,7 +108,11 @@ fn functions_have_least_privilege_iam() {
     // The committer is checked on its own below and in the frames' test.
     assert_eq!(declared.len(), functions.len() + 1, "every function is checked here: {declared:?}");
     let committer = &t["Resources"]["CommitPendingFunction"]["Properties"];
-    assert_eq!(committer["ReservedConcurrentExecutions"], 1, "one sweep at a time");
+    // The queue's pollers and a sweep; more would only take the account's concurrency.
+    assert_eq!(committer["ReservedConcurrentExecutions"], 3, "two pollers and a sweep");
+    let queued = &committer["Events"]["Queued"]["Properties"];
+    assert_eq!(queued["ScalingConfig"]["MaximumConcurrency"], 2, "pollers within the reserved concurrency");
+    assert_eq!(queued["FunctionResponseTypes"][0], "ReportBatchItemFailures", "a failed commit fails its message only");
     for statement in committer["Policies"][0]["Statement"].as_array().unwrap() {
         let actions = statement["Action"].to_string();
         assert!(

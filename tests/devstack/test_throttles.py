@@ -1,0 +1,52 @@
+"""API Gateway's route throttles: the local gateway's token buckets (devstack.throttles), and
+template.yaml's sizing of them from reserved concurrency."""
+import yaml
+
+from devstack import gateway
+from devstack.throttles import Throttles
+
+with open(gateway.TEMPLATE) as f:
+    TEMPLATE = yaml.safe_load(f)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_route_lets_its_burst_through_then_its_rate():
+    clock = Clock()
+    t = Throttles(TEMPLATE, clock)
+    burst, rate = t.limits("POST /v1/calls")
+    assert sum(t.admit("POST /v1/calls") for _ in range(int(burst) + 5)) == burst
+    assert not t.admit("POST /v1/calls")
+    # Each route has its own bucket.
+    assert t.admit("POST /api/v1/public/call")
+    # Refilled at its rate, up to the burst.
+    clock.now += 0.1
+    assert sum(t.admit("POST /v1/calls") for _ in range(int(burst))) == round(rate * 0.1)
+    clock.now += 60
+    assert sum(t.admit("POST /v1/calls") for _ in range(int(burst) + 5)) == burst
+
+
+def parameter(value):
+    return int(TEMPLATE["Parameters"][value["Ref"]]["Default"]) if isinstance(value, dict) else int(value)
+
+
+def test_what_api_gateway_lets_through_lambda_can_run():
+    """A route's burst is at most its function's reserved concurrency (a request Lambda
+    throttles is a 500 to the client), its rate what that concurrency serves at 250 ms a
+    call, and a burst of 100 calls fits each sending route."""
+    t = Throttles(TEMPLATE)
+    for method, path, binary in gateway.ROUTES:
+        function = next(r["Properties"] for r in TEMPLATE["Resources"].values()
+                        if r.get("Metadata", {}).get("BuildProperties", {}).get("Binary") == binary)
+        reserved = parameter(function["ReservedConcurrentExecutions"])
+        burst, rate = t.limits(f"{method} {path}")
+        assert burst <= reserved, (method, path, burst, reserved)
+        assert rate <= reserved / 0.25, (method, path, rate, reserved)
+        if method == "POST":
+            assert burst >= 100, (method, path, burst)
