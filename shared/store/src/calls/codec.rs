@@ -9,7 +9,18 @@ use std::io::Write;
 /// Window of the frame: 16 MiB covers a body of up to 6 MiB and its document; the larger
 /// bodies that arrive compressed still fit, matched a little less well past the window.
 const WINDOW_LOG: u32 = 24;
-const LEVEL: i32 = 3;
+/// zstd's level for a frame of up to [`DENSE_MAX`] bytes: the frame is stored for as long as
+/// the call is kept, and writing it happens once. Measured on callgen calls (body and
+/// document): level 16 makes the 10-minute frame 18.7 % of the request instead of 22.8 %
+/// at level 3 (27.0 KB instead of 33.0 KB) and the 60-minute 17.0 % instead of 22.1 %, at
+/// about 11 MB/s on this machine (150 ms for a 60-minute call; level 3: 520 MB/s).
+/// Decompression is as fast either way (about 3 GB/s).
+const DENSE_LEVEL: i32 = 16;
+/// Above this many bytes (body and document), a frame is compressed at [`FAST_LEVEL`]: level
+/// 16 runs at 8 MB/s on a 5.8 MB call's 11.6 MB, seconds on a Lambda's share of a CPU, and
+/// the answer must come well inside a one-shot client's 10 s.
+const DENSE_MAX: usize = 2 << 20;
+const FAST_LEVEL: i32 = 3;
 
 /// The raw body and document, compressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +41,8 @@ pub struct Unpacked {
 /// `raw`, then `raw`, then `document`.
 pub fn pack(raw: &[u8], document: &[u8]) -> std::io::Result<Packed> {
     let unpacked_len = 8 + raw.len() + document.len();
-    let mut encoder = zstd::stream::Encoder::new(Vec::with_capacity(unpacked_len / 6), LEVEL)?;
+    let level = if unpacked_len <= DENSE_MAX { DENSE_LEVEL } else { FAST_LEVEL };
+    let mut encoder = zstd::stream::Encoder::new(Vec::with_capacity(unpacked_len / 6), level)?;
     encoder.long_distance_matching(true)?;
     encoder.window_log(WINDOW_LOG)?;
     encoder.set_pledged_src_size(Some(unpacked_len as u64))?;

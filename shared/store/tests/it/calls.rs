@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use call_ingest_core::call::{ingest, Operation};
-use call_ingest_store::calls::{frames, item, Frames, Outcome, Owner, Store, StoreError};
+use call_ingest_store::calls::{frames, item, tables, Frames, Outcome, Owner, Store, StoreError};
 use serde_json::Value;
 use testkit::{small_call, Tables};
 
@@ -252,6 +252,28 @@ async fn storage_figures_for_two_ten_and_sixty_minute_calls() {
             item::write_units(size),
             stored.requests
         );
+        // Storage a month per million such calls: the frame in S3 Standard ($0.023 a GB),
+        // and in DynamoDB ($0.25 a GB, 100 bytes of overhead an item) the head and what the
+        // two indexes project of it.
+        let projected = |names: &[&str]| {
+            let kept: item::Item =
+                head.iter().filter(|(k, _)| names.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+            item::item_size(&kept) + 100
+        };
+        let keys = ["pk", "sk"];
+        let by_id = projected(&[&keys[..], &["id"]].concat());
+        let by_ws = projected(&[&keys[..], &["listed_ws", "listed_ms"], tables::SUMMARY].concat());
+        let dynamodb = size + 100 + by_id + by_ws;
+        let dollars = (frame as f64 * 0.023 + dynamodb as f64 * 0.25) * 1e6 / 1e9;
+        eprintln!(
+            "{minutes}-minute call: per million a month, S3 {:.1} GB + DynamoDB {:.2} GB (head {} B, by-id {by_id} B, by-workspace-listed {by_ws} B) = ${dollars:.3}",
+            frame as f64 / 1e3,
+            dynamodb as f64 / 1e3,
+            size + 100,
+        );
+        if minutes == 10.0 {
+            assert!(dollars <= 1.0, "the goal: at most $1 a month per million 10-minute calls: ${dollars:.3}");
+        }
         assert!(frame * 100 <= raw.len() * 30, "{minutes} min: the frame is at most 30% of the request");
         assert!(in_s3 == (frame > frames::INLINE_MAX), "{minutes} min: inline exactly when small");
         assert!(!in_s3 || size <= 2048, "{minutes} min: a head pointing at S3 holds no frame: {size} B");
