@@ -16,8 +16,9 @@ source mapping does, against the local SQS and S3 (moto, behind devstack.dynamod
     after the visibility timeout, and after maxReceiveCount receipts moto moves it to the
     dead-letter queue, as SQS does.
 
-The visibility timeout is `LOCAL_QUEUE_VISIBILITY_SECONDS` (default 10) instead of the
-template's, as the schedule is shorter locally, so a test need not wait six minutes.
+The visibility timeout is `LOCAL_QUEUE_VISIBILITY_SECONDS` (default 60, the function's
+timeout: AWS refuses an event source whose queue's is shorter) instead of the template's
+360, so a test need not wait six minutes.
 """
 import json
 import os
@@ -39,7 +40,7 @@ class Queues:
         self.resources = template["Resources"]
         self.region = os.environ.get("AWS_REGION", "us-east-1")
         self.urls = {}
-        self.visibility = int(os.environ.get("LOCAL_QUEUE_VISIBILITY_SECONDS", "10"))
+        self.visibility = int(os.environ.get("LOCAL_QUEUE_VISIBILITY_SECONDS", "60"))
 
     @classmethod
     def from_template(cls, path):

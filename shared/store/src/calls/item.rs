@@ -64,12 +64,13 @@ pub fn names_erased(item: &Item, id: u64) -> bool {
 
 /// The attributes that put an item in an index: only heads carry them, so a revision is
 /// neither found by id nor listed.
-pub const HEAD_ONLY: &[&str] = &["id", "agent_key", "listed_ws", "listed_ms", BELOW];
+pub const HEAD_ONLY: &[&str] = &["id", "agent_key", "listed_ws", "listed_ms", COMMITTED];
 
-/// The tokens of the older submissions committed below the head (`Store::insert_below`):
-/// a head-only string set, carried from head to head, so a second commit of one of them
-/// changes nothing.
-pub const BELOW: &str = "below";
+/// The tokens of the pending submissions (S3 objects) committed into this call: a head-only
+/// string set, merged from head to head, so a second commit of one of them (the queue and
+/// the sweep at once, a retry after a lost delete) changes nothing, however many revisions
+/// came after it.
+pub const COMMITTED: &str = "pending_committed";
 
 /// Sort key of an earlier revision, zero-padded so that they sort in order.
 pub fn revision_sk(revision: u64) -> String {

@@ -264,16 +264,18 @@ impl Store {
                 }
                 return unchanged(&head, requests).map(Some);
             }
-            if sub.is_below(&head) {
-                // Committed below the head already (this pending object, committed twice).
+            if sub.was_committed(&head) {
+                // This pending object was committed already (by the queue and the sweep at
+                // once, or again after its delete failed).
                 return unchanged(&head, requests).map(Some);
             }
             requests += 1;
             let newer_is_current = received.is_some_and(|r| get_u64(&head, "updated_at").is_some_and(|at| at > r));
             let written = match newer_is_current {
-                // A submission received after this one is current: this one goes below it,
-                // so the last received stays current whatever order they commit in.
-                true => self.insert_below(&sub, &head).await,
+                // A submission received after this one is current: this one is kept as a
+                // revision and the current content stays current, whatever order they
+                // commit in.
+                true => self.insert_late(&sub, &head).await,
                 false => self.revise(&sub, &head).await,
             };
             match written {
@@ -311,7 +313,7 @@ impl Store {
             let (id, revision) = id_and_revision(&head)?;
             return Ok(sub.stored(id, Outcome::Revised, revision, requests + 1));
         }
-        if sub.is_below(&head) {
+        if sub.was_committed(&head) {
             return unchanged(&head, requests + 1);
         }
         Err(error)

@@ -1,13 +1,14 @@
 //! A new revision: the submission becomes the head, the old head is kept as `REV#<n>`, in
 //! one transaction conditioned on the head being the one read: its id, revision number
 //! and submission (optimistic concurrency). Or, for a pending submission older than the
-//! head, the submission is kept as `REV#<n>` below the head, which stays current.
+//! head, the submission is kept as a revision and the head's content stays current
+//! ([`Store::insert_late`]). Revision numbers never change once given.
 
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, BELOW, ERASED_AT, ERASED_IDS};
-use super::submission::{id_and_revision, Submission};
+use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_AT, ERASED_IDS};
+use super::submission::{id_and_revision, merge_committed, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
 impl Store {
@@ -20,17 +21,13 @@ impl Store {
         // A call keeps its place in the listings (its first start, else when it was first
         // received): one that moved while a client pages through would be listed twice,
         // or skipped.
-        for carried in ["listed_ms", ERASED_IDS, ERASED_AT, BELOW] {
+        for carried in ["listed_ms", ERASED_IDS, ERASED_AT] {
             if let Some(value) = old.get(carried) {
                 head.insert(carried.into(), value.clone());
             }
         }
-        let mut kept = old.clone();
-        kept.insert("sk".into(), s(revision_sk(revision)));
-        // Only heads are indexed (found by id, listed), and only they guard erased ids.
-        for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING]) {
-            kept.remove(*key);
-        }
+        merge_committed(&mut head, old);
+        let kept = as_revision(old.clone(), revision);
         let put = self.replacing(head, old, id, revision)?;
         let bytes = sub.bytes + item_size(&kept);
         let items = vec![put_new(&self.table, kept)?, TransactWriteItem::builder().put(put).build()];
@@ -46,34 +43,40 @@ impl Store {
         })
     }
 
-    /// Keeps the submission as `REV#<n>` below the head `old` (revision n), which becomes
-    /// revision n + 1 with its content unchanged: a pending submission committed after a
-    /// newer one of its call was stored. The head records the submission's token
-    /// ([`BELOW`]), so committing it again changes nothing. `Ok(None)`: the head changed
-    /// first; read it again.
-    pub(super) async fn insert_below(&self, sub: &Submission, old: &Item) -> Result<Option<Stored>, StoreError> {
+    /// Keeps a pending submission received before the head `old` (revision n) as a
+    /// revision, and the head's content current: `REV#<n>` is the old head as it was,
+    /// `REV#<n+1>` this submission, and the head, revision n + 2, the old head's content
+    /// again (the same frame; its own token and received time). So no revision number
+    /// changes meaning, the history shows the order things were committed in, and the last
+    /// submission received is current. `Ok(None)`: the head changed first; read it again.
+    pub(super) async fn insert_late(&self, sub: &Submission, old: &Item) -> Result<Option<Stored>, StoreError> {
         let (id, revision) = id_and_revision(old)?;
         let created_at = old.get("created_at").cloned().unwrap_or_else(|| n(now_ms()));
-        let mut below = sub.head(id, revision, &created_at);
-        below.insert("sk".into(), s(revision_sk(revision)));
-        for key in super::item::HEAD_ONLY {
-            below.remove(*key);
-        }
+        let late = as_revision(sub.head(id, revision + 1, &created_at), revision + 1);
+        let kept = as_revision(old.clone(), revision);
         let mut head = old.clone();
-        head.insert("revision".into(), n(revision + 1));
-        let mut tokens = match old.get(BELOW) {
-            Some(aws_sdk_dynamodb::types::AttributeValue::Ss(tokens)) => tokens.clone(),
-            _ => Vec::new(),
-        };
-        tokens.push(sub.token.clone());
-        head.insert(BELOW.into(), aws_sdk_dynamodb::types::AttributeValue::Ss(tokens));
-        let bytes = sub.bytes + item_size(&head);
+        head.insert("revision".into(), n(revision + 2));
+        let mut this = Item::new();
+        this.insert(
+            super::item::COMMITTED.into(),
+            aws_sdk_dynamodb::types::AttributeValue::Ss(vec![sub.token.clone()]),
+        );
+        merge_committed(&mut head, &this);
+        let bytes = item_size(&late) + item_size(&kept) + item_size(&head);
         let put = self.replacing(head, old, id, revision)?;
-        let items = vec![put_new(&self.table, below)?, TransactWriteItem::builder().put(put).build()];
+        let items = vec![
+            put_new(&self.table, kept)?,
+            put_new(&self.table, late)?,
+            TransactWriteItem::builder().put(put).build(),
+        ];
         Ok(match self.transact(items).await? {
-            Transaction::Committed => {
-                Some(Stored { id, outcome: Outcome::Revised, revision, bytes_written: bytes, requests: 0 })
-            }
+            Transaction::Committed => Some(Stored {
+                id,
+                outcome: Outcome::Revised,
+                revision: revision + 1,
+                bytes_written: bytes,
+                requests: 0,
+            }),
             Transaction::ConditionFailed | Transaction::Conflict => None,
         })
     }
@@ -99,4 +102,14 @@ impl Store {
         };
         Ok(put.build()?)
     }
+}
+
+/// A head item kept as revision `revision`: only heads are indexed (found by id, listed),
+/// and only they guard erased ids and carry the committed tokens.
+fn as_revision(mut item: Item, revision: u64) -> Item {
+    item.insert("sk".into(), s(revision_sk(revision)));
+    for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING]) {
+        item.remove(*key);
+    }
+    item
 }

@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::frames::{self, Frames};
-use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, FRAME_KEY};
+use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, COMMITTED, FRAME_KEY};
 use super::{codec, now_ms, random_hex, Owner, StoreError};
 use call_ingest_core::api::number::Number;
 use call_ingest_core::call::CallDocument;
@@ -102,12 +102,13 @@ impl Submission {
         self.token = token.to_owned();
         self.attributes.insert("updated_at".into(), n(received));
         self.attributes.insert("submission".into(), s(token));
+        self.attributes.insert(COMMITTED.into(), AttributeValue::Ss(vec![token.to_owned()]));
         self
     }
 
-    /// Whether this submission was put below `head` already (see `Store::insert_below`).
-    pub fn is_below(&self, head: &Item) -> bool {
-        matches!(head.get(super::item::BELOW), Some(AttributeValue::Ss(tokens)) if tokens.contains(&self.token))
+    /// Whether this pending submission was committed into the call of `head` already.
+    pub fn was_committed(&self, head: &Item) -> bool {
+        tokens(head).contains(&self.token)
     }
 
     /// Whether `head` holds this submission's content.
@@ -138,6 +139,27 @@ impl Submission {
     /// When this submission was made (the head's `updated_at`).
     pub fn made_at(&self) -> AttributeValue {
         self.attributes.get("updated_at").cloned().unwrap_or_else(|| n(now_ms()))
+    }
+}
+
+/// The tokens of the pending submissions committed into the call of `head`.
+pub(super) fn tokens(head: &Item) -> Vec<String> {
+    match head.get(COMMITTED) {
+        Some(AttributeValue::Ss(tokens)) => tokens.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// `head` with the committed tokens of `old` added to its own (a set: no token twice).
+pub(super) fn merge_committed(head: &mut Item, old: &Item) {
+    let mut all = tokens(head);
+    for token in tokens(old) {
+        if !all.contains(&token) {
+            all.push(token);
+        }
+    }
+    if !all.is_empty() {
+        head.insert(COMMITTED.into(), AttributeValue::Ss(all));
     }
 }
 

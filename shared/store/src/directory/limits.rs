@@ -97,6 +97,9 @@ struct Seen {
     seen: u32,
     /// The second is known to be refused (flooded, or a read budget spent).
     refused: bool,
+    /// Units charged after the fact (a large read's), not reported yet: carried into later
+    /// seconds until the workspace's next counted request on this instance reports them.
+    charged: u32,
 }
 
 /// Counts requests per workspace, budget and second; one per instance.
@@ -119,13 +122,12 @@ impl Limiter {
     }
 
     /// Adds `units` to what this instance will report with the workspace's next counted
-    /// request (the extra units of a large read, known once it is answered). No write of
-    /// its own; the next request of the second is counted, not taken free. Units charged
-    /// late in a second with no request after them are not counted.
+    /// request (the extra units of a large read, known once it is answered), in this second
+    /// or a later one. No write of its own; that next request is counted, not taken free.
     pub fn charge(&self, workspace_id: u64, budget: Budget, units: u32) {
         self.in_second(workspace_id, budget, |seen| {
-            seen.unreported = seen.unreported.saturating_add(units);
-            seen.seen = seen.seen.saturating_add(units).max(FREE_PER_SECOND);
+            seen.charged = seen.charged.saturating_add(units);
+            seen.seen = seen.seen.max(FREE_PER_SECOND);
         });
     }
 
@@ -138,7 +140,11 @@ impl Limiter {
         }
         let seen = all.entry((workspace_id, budget)).or_default();
         if seen.second != second {
-            *seen = Seen { second, ..Seen::default() };
+            // A new second; a charge not reported yet is still owed (the next request of
+            // the workspace, then, is counted rather than taken free).
+            let charged = seen.charged;
+            let seen_now = if charged > 0 { FREE_PER_SECOND } else { 0 };
+            *seen = Seen { second, charged, seen: seen_now, ..Seen::default() };
         }
         f(seen)
     }
@@ -156,7 +162,8 @@ impl Limiter {
                 seen.unreported += 1;
                 return Err(Admission::Admitted);
             }
-            Ok((std::mem::take(&mut seen.unreported).saturating_add(1), seen.second))
+            let owed = std::mem::take(&mut seen.unreported).saturating_add(std::mem::take(&mut seen.charged));
+            Ok((owed.saturating_add(1), seen.second))
         });
         let (report, second) = match step {
             Ok(counted) => counted,

@@ -153,3 +153,19 @@ async fn a_large_read_costs_its_read_units_and_a_small_one_one() {
     assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Admitted);
     t.delete().await;
 }
+
+#[tokio::test]
+async fn a_charge_not_reported_in_its_second_is_reported_in_a_later_one() {
+    let t = Tables::new().await;
+    let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
+    next_second();
+    assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Admitted);
+    limiter.charge(7, Budget::Reads, 5);
+    // The large read was the last of its second: the next second owes its 5 units.
+    next_second();
+    next_second();
+    assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Limited { retry_after_secs: 1 });
+    next_second();
+    assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Admitted, "paid for");
+    t.delete().await;
+}
