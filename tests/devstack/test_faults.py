@@ -10,6 +10,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from local_tables import create_table
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +27,7 @@ def endpoint():
 def db(endpoint):
     c = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="x",
                      aws_secret_access_key="x", config=Config(retries={"mode": "standard", "total_max_attempts": 1}, read_timeout=5))
-    c.create_table(
-        TableName="t", BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                              {"AttributeName": "sk", "AttributeType": "S"}])
-    return c
+    return create_table(c)
 
 
 def control(endpoint, method, path, spec):

@@ -7,6 +7,7 @@ from moto import mock_aws
 from moto.dynamodb.models.table import Table
 
 from devstack import transactions
+from local_tables import create_table
 
 
 @pytest.fixture
@@ -14,12 +15,7 @@ def db(monkeypatch):
     transactions.install()
     with mock_aws():
         c = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-        c.create_table(
-            TableName="t", BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                  {"AttributeName": "sk", "AttributeType": "S"}])
-        yield c
+        yield create_table(c)
 
 
 def key(pk, sk="x"):

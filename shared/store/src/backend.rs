@@ -94,18 +94,15 @@ impl Backend {
         self.store().commit_notified(key, deadline, &budget).await
     }
 
-    /// Whether a workspace may commit a call now: one request of its send budget.
+    /// Whether a workspace may commit a call now: one send of its budget, taken only if the
+    /// budget has room (a refused commit counts nothing).
     fn send_budget<'a>(
         &'a self,
         lookup: &'a crate::directory::Lookup,
     ) -> impl Fn(u64) -> futures_util::future::BoxFuture<'a, bool> + Sync + 'a {
-        use crate::directory::limits::{Admission, Budget};
         move |workspace_id: u64| -> futures_util::future::BoxFuture<'a, bool> {
             let default = self.config.rate_limit;
-            Box::pin(async move {
-                let admission = self.directory().count_request(lookup, workspace_id, Budget::Sends, default).await;
-                admission == Admission::Admitted
-            })
+            Box::pin(async move { self.directory().take_send(lookup, workspace_id, default).await })
         }
     }
 

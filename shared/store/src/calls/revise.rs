@@ -31,16 +31,7 @@ impl Store {
         let put = self.replacing(head, old, id, revision)?;
         let bytes = sub.bytes + item_size(&kept);
         let items = vec![put_new(&self.table, kept)?, TransactWriteItem::builder().put(put).build()];
-        Ok(match self.transact(items).await? {
-            Transaction::Committed => Some(Stored {
-                id,
-                outcome: Outcome::Revised,
-                revision: revision + 1,
-                bytes_written: bytes,
-                requests: 0,
-            }),
-            Transaction::ConditionFailed | Transaction::Conflict => None,
-        })
+        self.write_revision(items, id, revision + 1, bytes).await
     }
 
     /// Keeps a pending submission received before the head `old` (revision n) as a
@@ -69,14 +60,22 @@ impl Store {
             put_new(&self.table, late)?,
             TransactWriteItem::builder().put(put).build(),
         ];
+        self.write_revision(items, id, revision + 1, bytes).await
+    }
+
+    /// Runs the transaction that writes `revision` of call `id`; `Ok(None)` when the head
+    /// changed first (or another transaction held it).
+    async fn write_revision(
+        &self,
+        items: Vec<TransactWriteItem>,
+        id: u64,
+        revision: u64,
+        bytes: usize,
+    ) -> Result<Option<Stored>, StoreError> {
         Ok(match self.transact(items).await? {
-            Transaction::Committed => Some(Stored {
-                id,
-                outcome: Outcome::Revised,
-                revision: revision + 1,
-                bytes_written: bytes,
-                requests: 0,
-            }),
+            Transaction::Committed => {
+                Some(Stored { id, outcome: Outcome::Revised, revision, bytes_written: bytes, requests: 0 })
+            }
             Transaction::ConditionFailed | Transaction::Conflict => None,
         })
     }

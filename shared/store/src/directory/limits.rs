@@ -149,6 +149,37 @@ impl Limiter {
         f(seen)
     }
 
+    /// Takes one request of `workspace_id`'s `budget` in this second only if the budget has
+    /// room (`limit`): a conditional write that adds nothing when it is spent. For the
+    /// committers of paced calls: a commit the budget refuses must not count, or a queue
+    /// asking for each paced call would push the workspace into a flood and its clients'
+    /// own sends would be refused. False also when the counter cannot be written.
+    pub async fn take(&self, workspace_id: u64, budget: Budget, limit: u32) -> bool {
+        let second = (self.now)().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("{}#{workspace_id}#{second}", budget.prefix())))
+            .key("sk", s("RATE"))
+            .update_expression("ADD n :one SET expires_at = :expires")
+            .condition_expression("attribute_not_exists(n) OR n < :limit")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":limit", n(limit))
+            .expression_attribute_values(":expires", n(second + KEEP_SECS))
+            .send()
+            .await;
+        match result {
+            Ok(_) => true,
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => false,
+            Err(e) => {
+                let e = StoreError::from_sdk(e);
+                tracing::warn!(error = %e, workspace_id, "rate counter unavailable; commit waits");
+                false
+            }
+        }
+    }
+
     /// Counts one request of `workspace_id` against its `budget`, whose size `limit` is
     /// awaited alongside the count's write (reading it costs no round trip of its own).
     pub async fn count(&self, workspace_id: u64, budget: Budget, limit: impl Future<Output = u32>) -> Admission {

@@ -263,6 +263,21 @@ impl Directory {
         budget: Budget,
         default_limit: u32,
     ) -> Admission {
+        let known = self.known_workspace(lookup, workspace_id);
+        let limit = self.limit_of(known, workspace_id, default_limit);
+        self.limiter.count(workspace_id, budget, limit).await
+    }
+
+    /// Takes one send of `workspace_id`'s budget if it has room this second, counting
+    /// nothing when it has none ([`Limiter::take`]): the committers of paced calls.
+    pub async fn take_send(&self, lookup: &Lookup, workspace_id: u64, default_limit: u32) -> bool {
+        let known = self.known_workspace(lookup, workspace_id);
+        let limit = self.limit_of(known, workspace_id, default_limit).await;
+        self.limiter.take(workspace_id, Budget::Sends, limit).await
+    }
+
+    /// The workspace's item from `lookup`, else from the cache.
+    fn known_workspace(&self, lookup: &Lookup, workspace_id: u64) -> Option<Item> {
         let pk = workspace_pk(workspace_id);
         // Cached now, even when the count needs no limit (a workspace's first request of a
         // second): during a directory outage a recent item stands in for a sender.
@@ -272,28 +287,31 @@ impl Directory {
         if let Some(item) = &read {
             self.cache.put(pk.clone(), item.clone());
         }
-        let known = read.or_else(|| self.cache.get(&pk));
-        let limit = async {
-            let item = match known {
-                Some(item) => Some(item),
-                None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Refused).await {
-                    Ok(mut found) => {
-                        let item = found.remove(&pk);
-                        if let Some(item) = &item {
-                            self.cache.put(pk.clone(), item.clone());
-                        }
-                        item
+        read.or_else(|| self.cache.get(&pk))
+    }
+
+    /// The workspace's limit: its own, else `default_limit`; from `known`, else one read
+    /// (cached). A limit that cannot be read is the default.
+    async fn limit_of(&self, known: Option<Item>, workspace_id: u64, default_limit: u32) -> u32 {
+        let pk = workspace_pk(workspace_id);
+        let item = match known {
+            Some(item) => Some(item),
+            None => match self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Refused).await {
+                Ok(mut found) => {
+                    let item = found.remove(&pk);
+                    if let Some(item) = &item {
+                        self.cache.put(pk.clone(), item.clone());
                     }
-                    Err(e) => {
-                        tracing::warn!(error = %e, workspace_id, "workspace limit unreadable; default used");
-                        None
-                    }
-                },
-            };
-            let limit = item.as_ref().and_then(|i| field_u64(i, "rate_limit"));
-            limit.map_or(default_limit, |l| l.clamp(1, u64::from(limits::MAX_LIMIT)) as u32)
+                    item
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, workspace_id, "workspace limit unreadable; default used");
+                    None
+                }
+            },
         };
-        self.limiter.count(workspace_id, budget, limit).await
+        let limit = item.as_ref().and_then(|i| field_u64(i, "rate_limit"));
+        limit.map_or(default_limit, |l| l.clamp(1, u64::from(limits::MAX_LIMIT)) as u32)
     }
 
     /// Charges a read of `workspace_id` that answered `bytes` its units beyond the one

@@ -169,3 +169,27 @@ async fn a_charge_not_reported_in_its_second_is_reported_in_a_later_one() {
     assert_eq!(limiter.count(7, Budget::Reads, async { 5 }).await, Admission::Admitted, "paid for");
     t.delete().await;
 }
+
+#[tokio::test]
+async fn a_commit_takes_a_send_only_when_the_budget_has_room_and_a_refusal_counts_nothing() {
+    let t = Tables::new().await;
+    let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
+    next_second();
+    let taken: Vec<bool> = futures_util::future::join_all((0..6).map(|_| limiter.take(7, Budget::Sends, 3))).await;
+    assert_eq!(taken.iter().filter(|t| **t).count(), 3, "{taken:?}");
+    let second = SECOND.with(Cell::get);
+    let counter = t
+        .client
+        .get_item()
+        .table_name(&t.directory)
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("RATE#7#{second}")))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("RATE".into()))
+        .send()
+        .await
+        .unwrap();
+    let n = counter.item.unwrap()["n"].as_n().unwrap().clone();
+    assert_eq!(n, "3", "the refused takes added nothing: a queue asking for each paced call cannot flood");
+    next_second();
+    assert!(limiter.take(7, Budget::Sends, 3).await, "a new second has room again");
+    t.delete().await;
+}
