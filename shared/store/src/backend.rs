@@ -11,6 +11,8 @@ use crate::directory::Directory;
 /// Built once per instance, in `main`, and passed to every request.
 pub struct Backend {
     pub config: Config,
+    /// How long a send waits for DynamoDB on this instance.
+    pub patience: crate::patience::Patience,
     tables: OnceLock<Tables>,
     client: Source,
 }
@@ -37,13 +39,14 @@ impl std::fmt::Debug for Backend {
 impl Backend {
     /// An instance over existing DynamoDB and S3 clients.
     pub fn new(config: Config, client: aws_sdk_dynamodb::Client, s3: aws_sdk_s3::Client) -> Self {
-        Backend { config, tables: OnceLock::new(), client: Source::Ready(client, s3) }
+        Backend { config, tables: OnceLock::new(), client: Source::Ready(client, s3), patience: Default::default() }
     }
 
     /// An instance over `config`, with the client's settings read from the environment. The
     /// DynamoDB client is built on first use (or by [`Backend::warm_up`]).
     pub fn from_env(config: Config) -> Result<Backend, ConfigError> {
-        Ok(Backend { config, tables: OnceLock::new(), client: Source::Env(EnvClient::from_env()?) })
+        let client = Source::Env(EnvClient::from_env()?);
+        Ok(Backend { config, tables: OnceLock::new(), client, patience: Default::default() })
     }
 
     fn tables(&self) -> &Tables {

@@ -11,5 +11,6 @@ pub mod backend;
 pub mod calls;
 pub mod config;
 pub mod directory;
+pub mod patience;
 
 pub use backend::Backend;

@@ -252,3 +252,27 @@ async fn a_queued_commit_commits_the_older_submissions_of_its_call_first() {
     assert_eq!(pending(&f).await.len(), 1);
     f.t.delete().await;
 }
+
+/// While DynamoDB is slow, an instance stops holding each send for the whole budget: once
+/// a commit was slow, the next sends wait 750 ms before going to S3 (202), so instances
+/// are freed sooner; a quick commit ends it.
+#[tokio::test]
+async fn once_a_commit_is_slow_the_next_sends_wait_less_until_a_quick_one() {
+    use call_ingest_store::patience;
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    // Every put is applied but answered after 3.5 s, past the SDK's 3 s attempt timeout.
+    f.t.fault(json!({"op": "PutItem", "fault": "delay", "seconds": 3.5, "times": 1000}));
+    let started = Instant::now();
+    let first = post_b(&f, "slow-1").await;
+    assert!(matches!(first.status, 201 | 202), "{}", first.body);
+    assert!(started.elapsed() >= Duration::from_secs(3), "the first waits for DynamoDB");
+    assert_eq!(f.backend.patience.budget(), patience::SHORT);
+    let started = Instant::now();
+    let second = post_b(&f, "slow-2").await;
+    assert_eq!(second.status, 202, "{}", second.body);
+    assert!(started.elapsed() < Duration::from_millis(2500), "took {:?}", started.elapsed());
+    f.t.clear_faults(&f.t.calls);
+    assert_eq!(post_b(&f, "quick").await.status, 201, "a healthy DynamoDB fits the short budget");
+    assert_eq!(f.backend.patience.budget(), patience::FULL, "and ends it");
+    f.t.delete().await;
+}
