@@ -52,6 +52,16 @@ pub struct Sweep {
     pub left: usize,
 }
 
+impl std::ops::AddAssign for Sweep {
+    fn add_assign(&mut self, other: Sweep) {
+        self.committed += other.committed;
+        self.erased += other.erased;
+        self.gone += other.gone;
+        self.unreadable += other.unreadable;
+        self.left += other.left;
+    }
+}
+
 /// The prefix of the pending submissions of call `call_id` of `workspace_id`.
 fn call_prefix(workspace_id: u64, call_id: &str) -> String {
     let call = Sha256::digest(call_id.as_bytes());
@@ -155,10 +165,8 @@ impl Store {
         loop {
             let full = std::sync::Mutex::new(std::collections::HashSet::new());
             let pass = self.sweep_pass(before_ms, deadline, may_commit, &full).await?;
-            sweep.committed += pass.committed;
-            sweep.erased += pass.erased;
-            sweep.gone += pass.gone;
-            sweep.unreadable += pass.unreadable;
+            // What is left is the last pass's (the earlier ones' were tried again).
+            sweep += Sweep { left: 0, ..pass };
             let paced = full.lock().unwrap_or_else(|p| p.into_inner()).len();
             // Round again while anything is left (paced, or DynamoDB or S3 still failing):
             // storage that returns mid-sweep is used within a second or two, not at the
@@ -219,11 +227,7 @@ impl Store {
                 .collect()
                 .await;
             for r in results {
-                sweep.committed += r.committed;
-                sweep.erased += r.erased;
-                sweep.gone += r.gone;
-                sweep.unreadable += r.unreadable;
-                sweep.left += r.left;
+                sweep += r;
             }
             token = out.next_continuation_token;
             if token.is_none() {

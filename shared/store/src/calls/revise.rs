@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
 use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_AT, ERASED_IDS};
-use super::submission::{id_and_revision, merge_committed, Submission};
+use super::submission::{add_committed, id_and_revision, tokens, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
 impl Store {
@@ -26,7 +26,7 @@ impl Store {
                 head.insert(carried.into(), value.clone());
             }
         }
-        merge_committed(&mut head, old);
+        add_committed(&mut head, tokens(old));
         let kept = as_revision(old.clone(), revision);
         let put = self.replacing(head, old, id, revision)?;
         let bytes = sub.bytes + item_size(&kept);
@@ -47,12 +47,7 @@ impl Store {
         let kept = as_revision(old.clone(), revision);
         let mut head = old.clone();
         head.insert("revision".into(), n(revision + 2));
-        let mut this = Item::new();
-        this.insert(
-            super::item::COMMITTED.into(),
-            aws_sdk_dynamodb::types::AttributeValue::Ss(vec![sub.token.clone()]),
-        );
-        merge_committed(&mut head, &this);
+        add_committed(&mut head, [sub.token.clone()]);
         let bytes = item_size(&late) + item_size(&kept) + item_size(&head);
         let put = self.replacing(head, old, id, revision)?;
         let items = vec![

@@ -150,10 +150,10 @@ pub(super) fn tokens(head: &Item) -> Vec<String> {
     }
 }
 
-/// `head` with the committed tokens of `old` added to its own (a set: no token twice).
-pub(super) fn merge_committed(head: &mut Item, old: &Item) {
+/// `head` with `more` committed tokens added to its own (a set: no token twice).
+pub(super) fn add_committed(head: &mut Item, more: impl IntoIterator<Item = String>) {
     let mut all = tokens(head);
-    for token in tokens(old) {
+    for token in more {
         if !all.contains(&token) {
             all.push(token);
         }

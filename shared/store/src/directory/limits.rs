@@ -133,7 +133,7 @@ impl Limiter {
 
     /// Runs `f` on what this instance knows of the workspace's budget in the current second.
     fn in_second<R>(&self, workspace_id: u64, budget: Budget, f: impl FnOnce(&mut Seen) -> R) -> R {
-        let second = (self.now)().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+        let second = self.second();
         let mut all = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         if all.len() >= MAX_REMEMBERED && !all.contains_key(&(workspace_id, budget)) {
             all.clear();
@@ -149,24 +149,40 @@ impl Limiter {
         f(seen)
     }
 
+    /// The current second of the wall clock.
+    fn second(&self) -> u64 {
+        (self.now)().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
+    }
+
+    /// An update that adds `by` to the counter of `workspace_id`'s `budget` in `second`
+    /// (created at 0 if absent, removed by TTL after [`KEEP_SECS`]).
+    fn raise(
+        &self,
+        workspace_id: u64,
+        budget: Budget,
+        second: u64,
+        by: u32,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("{}#{workspace_id}#{second}", budget.prefix())))
+            .key("sk", s("RATE"))
+            .update_expression("ADD n :by SET expires_at = :expires")
+            .expression_attribute_values(":by", n(by))
+            .expression_attribute_values(":expires", n(second + KEEP_SECS))
+    }
+
     /// Takes one request of `workspace_id`'s `budget` in this second only if the budget has
     /// room (`limit`): a conditional write that adds nothing when it is spent. For the
     /// committers of paced calls: a commit the budget refuses must not count, or a queue
     /// asking for each paced call would push the workspace into a flood and its clients'
     /// own sends would be refused. False also when the counter cannot be written.
     pub async fn take(&self, workspace_id: u64, budget: Budget, limit: u32) -> bool {
-        let second = (self.now)().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(format!("{}#{workspace_id}#{second}", budget.prefix())))
-            .key("sk", s("RATE"))
-            .update_expression("ADD n :one SET expires_at = :expires")
+            .raise(workspace_id, budget, self.second(), 1)
             .condition_expression("attribute_not_exists(n) OR n < :limit")
-            .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":limit", n(limit))
-            .expression_attribute_values(":expires", n(second + KEEP_SECS))
             .send()
             .await;
         match result {
@@ -200,17 +216,7 @@ impl Limiter {
             Ok(counted) => counted,
             Err(answer) => return answer,
         };
-        let count = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(format!("{}#{workspace_id}#{second}", budget.prefix())))
-            .key("sk", s("RATE"))
-            .update_expression("ADD n :count SET expires_at = :expires")
-            .expression_attribute_values(":count", n(report))
-            .expression_attribute_values(":expires", n(second + KEEP_SECS))
-            .return_values(ReturnValue::UpdatedNew)
-            .send();
+        let count = self.raise(workspace_id, budget, second, report).return_values(ReturnValue::UpdatedNew).send();
         let (counted, limit) = tokio::join!(count, limit);
         let limit = u64::from(limit);
         let answer = match counted.map(|out| out.attributes.as_ref().and_then(|a| get_u64(a, "n"))) {
