@@ -182,6 +182,28 @@ fn reading(c: &mut Criterion) {
             })
         });
     }
+    // A 3 MiB part from the middle of the 5.8 MB call's answer: a ranged GET of the frame's
+    // pieces that hold it; against reading the call's whole frame, as a part did before.
+    let (call_id, id) = b.calls.last().unwrap();
+    let part = || {
+        let mut r = get(&b.key, "/api/v1/public/call/x", Some(*id), &[("workspace_id", "1")]);
+        r.headers_mut().insert("range", "bytes=4000000-7145727".parse().unwrap());
+        r
+    };
+    group.bench_function("get by id, a 3 MiB range/5.8 MB", |bench| {
+        bench.iter(|| {
+            b.rt.block_on(async { assert_eq!(handle(&b.backend, Endpoint::GetCall, part()).await.status(), 206) })
+        })
+    });
+    group.bench_function("whole frame read and decompressed/5.8 MB", |bench| {
+        bench.iter(|| {
+            b.rt.block_on(async {
+                let store = b.backend.store();
+                let at = store.call_at(1, call_id, None).await.unwrap().unwrap();
+                assert!(store.content(&at).await.unwrap().is_some());
+            })
+        })
+    });
     let page = || get(&b.key, "/api/v1/public/calls", None, &[("workspace_id", "1"), ("limit", "100")]);
     group.bench_function("list page of 100", |bench| {
         bench.iter(|| {

@@ -8,15 +8,15 @@
 use lambda_http::http::{header, HeaderValue, Response};
 use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use crate::gate::{caller, enter, workspace_param};
 use crate::logging::RequestLog;
-use crate::problems::storage_problem;
-use crate::{respond, Backend, Endpoint};
+use crate::problems::{self, storage_problem};
+use crate::respond::{self, Asked};
+use crate::{Backend, Endpoint};
 use call_ingest_core::api::{Problem, Violation};
 use call_ingest_core::normalize::timestamps::millis_rfc3339;
-use call_ingest_store::calls::{StoreError, StoredCall};
+use call_ingest_store::calls::{CallAt, Part, StoreError};
 use call_ingest_store::directory::AgentRef;
 
 /// The first steps of every reader: credential and scope (401, 403), the query's
@@ -56,19 +56,21 @@ pub(crate) async fn locate(backend: &Backend, workspace_id: u64, id: Option<u64>
 
 /// Call `id` of `workspace_id` at `revision` (current when `None`), or `None`: missing, of
 /// another workspace, or `id` is `None`. A call stored again after an erase has the old
-/// one's provider call id but not its id: it is not the call asked for.
+/// one's provider call id but not its id: it is not the call asked for. Its content is
+/// not read yet.
 pub(crate) async fn call_by_id(
     backend: &Backend,
     workspace_id: u64,
     id: Option<u64>,
     revision: Option<u64>,
-) -> Result<Option<StoredCall>, Problem> {
+) -> Result<Option<CallAt>, Problem> {
     let Some(call_id) = locate(backend, workspace_id, id).await? else { return Ok(None) };
-    let call = backend.store().get_call_at(workspace_id, &call_id, revision).await.map_err(read_problem)?;
+    let call = backend.store().call_at(workspace_id, &call_id, revision).await.map_err(read_problem)?;
     Ok(call.filter(|c| Some(c.id) == id))
 }
 
-/// The body of a call (or of one of its revisions).
+/// The body of a call (or of one of its revisions), but its document: that follows, as
+/// the last member, `document`.
 #[derive(Debug, Serialize)]
 struct CallBody<'a> {
     id: u64,
@@ -83,8 +85,6 @@ struct CallBody<'a> {
     updated_at: String,
     /// The content digest (agent and normalised document), as in the `ETag`.
     digest: &'a str,
-    /// The normalised document, as stored.
-    document: &'a RawValue,
 }
 
 /// Answers `call`'s current content (the revision it was read at), or 304 when the
@@ -93,7 +93,7 @@ pub(crate) async fn document(
     backend: &Backend,
     request: &Request,
     request_id: &str,
-    call: &StoredCall,
+    call: &CallAt,
 ) -> Result<Response<Body>, Problem> {
     let etag = etag(call, "");
     if let Some(response) = not_modified(request, &etag, request_id) {
@@ -106,25 +106,72 @@ pub(crate) async fn document(
         provider_call_id: &call.call_id,
         agent_remote_identifier: agent.as_ref().map(|a| a.remote_id.as_str()),
         operation: &call.operation,
-        revision: call.current.revision,
+        revision: call.revision,
         created_at: millis_rfc3339(call.created_at),
-        updated_at: millis_rfc3339(call.current.updated_at),
-        digest: &call.current.digest,
-        document: &call.current.document,
+        updated_at: millis_rfc3339(call.updated_at),
+        digest: &call.digest,
     };
-    // Sized once: the document is nearly all of it (growing by doubling would hold up to
-    // three times a large call's document at once).
-    let mut json = Vec::with_capacity(call.current.document.get().len() + 1024);
-    serde_json::to_writer(&mut json, &body).map_err(|e| read_problem(StoreError::Internal(e.to_string())))?;
-    Ok(with_etag(respond::encoded(200, json, request.headers(), request_id)?, &etag))
+    // `{…,"document":` the document `}`.
+    let mut prefix = serde_json::to_vec(&body).map_err(|e| read_problem(StoreError::Internal(e.to_string())))?;
+    prefix.pop();
+    prefix.extend_from_slice(br#","document":"#);
+    Ok(with_etag(part(backend, request, request_id, call, Part::Document, &prefix, b"}").await?, &etag))
+}
+
+/// Answers `part` of `call` between `prefix` and `suffix`: whole (see
+/// [`respond::encoded`]), or the byte range the request asks for, reading of the part only
+/// the bytes within the range (ranged GETs of a large frame's pieces).
+pub(crate) async fn part(
+    backend: &Backend,
+    request: &Request,
+    request_id: &str,
+    call: &CallAt,
+    part: Part,
+    prefix: &[u8],
+    suffix: &[u8],
+) -> Result<Response<Body>, Problem> {
+    let len = usize::try_from(call.len(part)).unwrap_or(usize::MAX);
+    let total = prefix.len().saturating_add(len).saturating_add(suffix.len());
+    let store = backend.store();
+    match respond::asked(request.headers(), total) {
+        Asked::Range(first, last) => {
+            let (start, end) = (prefix.len(), prefix.len() + len);
+            let mut bytes = Vec::with_capacity(last - first + 1);
+            if first < start {
+                bytes.extend_from_slice(&prefix[first..=last.min(start - 1)]);
+            }
+            if first < end && last >= start {
+                let (a, b) = (first.max(start) - start, last.min(end - 1) - start);
+                let span = store.span(call, part, a as u64, b as u64).await.map_err(read_problem)?;
+                bytes.extend(span.ok_or_else(problems::call_not_found)?);
+            }
+            if last >= end {
+                bytes.extend_from_slice(&suffix[first.max(end) - end..=last - end]);
+            }
+            Ok(respond::partial(bytes, first, last, total, request_id))
+        }
+        Asked::Unsatisfiable => Ok(respond::unsatisfiable(total, request_id)),
+        Asked::Ignored => {
+            let content = store.content(call).await.map_err(read_problem)?.ok_or_else(problems::call_not_found)?;
+            let mut whole = Vec::with_capacity(total);
+            whole.extend_from_slice(prefix);
+            match part {
+                Part::Raw => whole.extend_from_slice(&content.raw),
+                Part::Document => whole.extend_from_slice(content.document.get().as_bytes()),
+            }
+            drop(content);
+            whole.extend_from_slice(suffix);
+            respond::encoded(200, whole, request.headers(), request_id)
+        }
+    }
 }
 
 /// A weak validator from the call's id, revision and content digest: it changes with
 /// every revision (also one back to earlier content), and a call erased and sent again (a
 /// new id) never matches its old copy. `kind` tells representations of one revision apart
 /// (its document, its raw body).
-pub(crate) fn etag(call: &StoredCall, kind: &str) -> String {
-    format!("W/\"{}-{}-{}{kind}\"", call.id, call.current.revision, call.current.digest)
+pub(crate) fn etag(call: &CallAt, kind: &str) -> String {
+    format!("W/\"{}-{}-{}{kind}\"", call.id, call.revision, call.digest)
 }
 
 pub(crate) fn with_etag(mut response: Response<Body>, etag: &str) -> Response<Body> {

@@ -66,9 +66,12 @@ pub fn encoded(
     request: &lambda_http::http::HeaderMap,
     request_id: &str,
 ) -> Result<Response<Body>, Problem> {
-    if let (200, Some(range)) = (status, request.get(header::RANGE)) {
-        match byte_range(range.to_str().unwrap_or_default(), json.len()) {
-            Asked::Range(first, last) => return Ok(ranged(json, first, last, request_id)),
+    if status == 200 {
+        match asked(request, json.len()) {
+            Asked::Range(first, last) => {
+                let part = json.get(first..=last).map(<[u8]>::to_vec).unwrap_or_default();
+                return Ok(partial(part, first, last, json.len(), request_id));
+            }
             Asked::Unsatisfiable => return Ok(unsatisfiable(json.len(), request_id)),
             Asked::Ignored => {}
         }
@@ -120,14 +123,26 @@ pub const MAX_RANGE_BYTES: usize = 3 * 1024 * 1024;
 
 /// What a `Range` header asks for.
 #[derive(Debug, PartialEq, Eq)]
-enum Asked {
-    /// Bytes `first` to `last`, both included, within the body.
+pub enum Asked {
+    /// Bytes `first` to `last`, both included, within the body (at most
+    /// [`MAX_RANGE_BYTES`] of them, from [`asked`]).
     Range(usize, usize),
     /// A range that starts past the end (or a body of nothing): 416.
     Unsatisfiable,
     /// Not a single byte range we read (another unit, several ranges, bad syntax): the
     /// whole answer, as RFC 9110 14.2 lets a server do.
     Ignored,
+}
+
+/// What the request's `Range` asks of a 200 answer of `total` bytes: a part is at most
+/// [`MAX_RANGE_BYTES`] long (`Content-Range` says which were sent), so that an answer too
+/// large for one Lambda response is read in parts.
+pub fn asked(request: &lambda_http::http::HeaderMap, total: usize) -> Asked {
+    match request.get(header::RANGE).map(|r| byte_range(r.to_str().unwrap_or_default(), total)) {
+        Some(Asked::Range(first, last)) => Asked::Range(first, last.min(first + MAX_RANGE_BYTES - 1)),
+        Some(other) => other,
+        None => Asked::Ignored,
+    }
 }
 
 /// Reads `bytes=a-b`, `bytes=a-` or `bytes=-n` against a body of `len` bytes.
@@ -160,15 +175,11 @@ fn byte_range(header: &str, len: usize) -> Asked {
     Asked::Range(first, last.min(len - 1))
 }
 
-/// 206 with bytes `first` to `last` of the uncompressed answer (at most
-/// [`MAX_RANGE_BYTES`]: `Content-Range` says which were sent), so that an answer too large
-/// for one Lambda response is read in parts. Ranges are of the identity representation:
-/// no `Content-Encoding`, whatever `Accept-Encoding` says. A part is bytes, not JSON
-/// (`application/octet-stream`): only the parts joined in order are the JSON answer.
-fn ranged(body: Vec<u8>, first: usize, last: usize, request_id: &str) -> Response<Body> {
-    let last = last.min(first + MAX_RANGE_BYTES - 1);
-    let total = body.len();
-    let part = body.get(first..=last).map(<[u8]>::to_vec).unwrap_or_default();
+/// 206 with `part`: bytes `first` to `last` of an uncompressed answer of `total` bytes (see
+/// [`asked`]). Ranges are of the identity representation: no `Content-Encoding`, whatever
+/// `Accept-Encoding` says. A part is bytes, not JSON (`application/octet-stream`): only the
+/// parts joined in order are the JSON answer.
+pub fn partial(part: Vec<u8>, first: usize, last: usize, total: usize, request_id: &str) -> Response<Body> {
     let mut response = json(206, part, "application/octet-stream", request_id);
     let headers = response.headers_mut();
     if let Ok(range) = HeaderValue::from_str(&format!("bytes {first}-{last}/{total}")) {
@@ -179,7 +190,7 @@ fn ranged(body: Vec<u8>, first: usize, last: usize, request_id: &str) -> Respons
 }
 
 /// 416: a range past the end; `Content-Range` gives the length.
-fn unsatisfiable(total: usize, request_id: &str) -> Response<Body> {
+pub fn unsatisfiable(total: usize, request_id: &str) -> Response<Body> {
     let problem = problems::range_not_satisfiable(total);
     let mut response = json(416, problem.to_json(false, request_id), "application/problem+json", request_id);
     if let Ok(range) = HeaderValue::from_str(&format!("bytes */{total}")) {

@@ -25,7 +25,7 @@ pub async fn answer(
     let call = match named {
         Named::Id(id) => call_by_id(backend, workspace_id, id, None).await?,
         Named::ProviderId(Some(call_id)) => {
-            backend.store().get_call_at(workspace_id, &call_id, None).await.map_err(read_problem)?
+            backend.store().call_at(workspace_id, &call_id, None).await.map_err(read_problem)?
         }
         Named::ProviderId(None) => None,
     };

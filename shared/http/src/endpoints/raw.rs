@@ -9,9 +9,10 @@ use lambda_http::{Body, Request, RequestExt};
 
 use crate::logging::RequestLog;
 use crate::problems;
-use crate::reading::{admit, call_by_id, etag, not_modified, path_id, with_etag};
-use crate::{respond, Backend, Endpoint};
+use crate::reading::{admit, call_by_id, etag, not_modified, part, path_id, with_etag};
+use crate::{Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
+use call_ingest_store::calls::Part;
 
 /// Answers a request to the raw reader.
 pub async fn answer(
@@ -27,7 +28,7 @@ pub async fn answer(
     if let Some(response) = not_modified(request, &etag, request_id) {
         return Ok(response);
     }
-    Ok(with_etag(respond::encoded(200, call.current.raw, request.headers(), request_id)?, &etag))
+    Ok(with_etag(part(backend, request, request_id, &call, Part::Raw, b"", b"").await?, &etag))
 }
 
 /// The query's `revision`, if given: a positive integer.

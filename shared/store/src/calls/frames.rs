@@ -100,7 +100,22 @@ impl Frames {
 
     /// The frame at `key`, or `None` when it is gone (its call is being erased).
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let result = self.client.get_object().bucket(&self.bucket).key(key).send().await;
+        self.fetch(key, None).await
+    }
+
+    /// Bytes `first..=last` of the frame at `key` (one ranged GET), or `None` when it is gone.
+    pub async fn get_range(&self, key: &str, first: u64, last: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let bytes = self.fetch(key, Some(format!("bytes={first}-{last}"))).await?;
+        match bytes {
+            Some(b) if b.len() as u64 != last - first + 1 => {
+                Err(StoreError::Internal(format!("frame {key} is shorter than its table says")))
+            }
+            other => Ok(other),
+        }
+    }
+
+    async fn fetch(&self, key: &str, range: Option<String>) -> Result<Option<Vec<u8>>, StoreError> {
+        let result = self.client.get_object().bucket(&self.bucket).key(key).set_range(range).send().await;
         let out = match result {
             Ok(out) => out,
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),

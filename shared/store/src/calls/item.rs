@@ -80,6 +80,10 @@ pub fn revision_sk(revision: u64) -> String {
 /// On a head or revision whose frame is in S3: the object's key (`frames::Frames::key`).
 pub const FRAME_KEY: &str = "frame_key";
 
+/// On a head or revision whose frame in S3 is in pieces: the table of its pieces
+/// (`codec::Pieces`), so that a byte range is a ranged GET.
+pub const PIECES: &str = "pieces";
+
 /// Sort key prefix of the chunks of one submission: how frames too large for an item were
 /// kept before they moved to S3. Read, and erased, until `callctl` has moved them.
 pub fn chunk_prefix(token: &str) -> String {

@@ -45,7 +45,7 @@ pub use erase::Erased;
 pub use error::{cancellation_codes, StoreError};
 pub use frames::Frames;
 pub use list::{CallSummary, Listing, Page, Position};
-pub use read::{RevisionInfo, StoredCall, StoredRevision};
+pub use read::{CallAt, Part, RevisionInfo, StoredCall, StoredRevision};
 pub use submission::dynamodb_number;
 
 /// Attempts at storing one submission (creates and revisions that lost a race or met a

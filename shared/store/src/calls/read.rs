@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::item::{
-    call_pk, chunk_prefix, get_b, get_s, get_u64, is_erasing, parse_call_pk, revision_sk, Item, FRAME_KEY,
+    call_pk, chunk_prefix, get_b, get_s, get_u64, is_erasing, parse_call_pk, revision_sk, Item, FRAME_KEY, PIECES,
 };
 use super::query::SortKeys;
 use super::{codec, tables, Store, StoreError};
@@ -37,6 +37,52 @@ pub struct StoredCall {
     pub current: StoredRevision,
     /// Earlier revisions, oldest first (empty unless asked for).
     pub revisions: Vec<StoredRevision>,
+}
+
+/// A call at one revision as its items describe it. Its content stays in its frame until
+/// it is read, whole ([`Store::content`]) or a span of it ([`Store::span`]).
+#[derive(Debug, Clone)]
+pub struct CallAt {
+    pub id: u64,
+    pub workspace_id: u64,
+    pub call_id: String,
+    /// The agent and operation of this revision.
+    pub agent_id: String,
+    pub operation: String,
+    pub created_at: u64,
+    pub revision: u64,
+    pub digest: String,
+    pub updated_at: u64,
+    pk: String,
+    item: Item,
+}
+
+/// One of the two things a submission keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The request body exactly as received.
+    Raw,
+    /// The normalised document.
+    Document,
+}
+
+impl CallAt {
+    /// The size of `part`, in bytes.
+    pub fn len(&self, part: Part) -> u64 {
+        let raw = get_u64(&self.item, "raw_bytes").unwrap_or_default();
+        match part {
+            Part::Raw => raw,
+            Part::Document => get_u64(&self.item, "unpacked_bytes").unwrap_or_default().saturating_sub(8 + raw),
+        }
+    }
+
+    /// Where `part` starts in the frame's stream (after the 8-byte length of the body).
+    fn offset(&self, part: Part) -> u64 {
+        match part {
+            Part::Raw => 8,
+            Part::Document => 8 + self.len(Part::Raw),
+        }
+    }
 }
 
 /// What a revision was, without its content.
@@ -137,34 +183,93 @@ impl Store {
         call_id: &str,
         revision: Option<u64>,
     ) -> Result<Option<StoredCall>, StoreError> {
+        let Some(at) = self.call_at(workspace_id, call_id, revision).await? else {
+            return Ok(None);
+        };
+        let Some(current) = self.content(&at).await? else {
+            return Ok(None);
+        };
+        Ok(Some(StoredCall {
+            id: at.id,
+            workspace_id,
+            agent_id: at.agent_id,
+            call_id: at.call_id,
+            operation: at.operation,
+            created_at: at.created_at,
+            current,
+            revisions: Vec::new(),
+        }))
+    }
+
+    /// [`get_call_at`](Self::get_call_at) without the content: the items only.
+    pub async fn call_at(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        revision: Option<u64>,
+    ) -> Result<Option<CallAt>, StoreError> {
         let pk = call_pk(workspace_id, call_id);
         let Some(head) = self.readable_head(&pk).await? else {
             return Ok(None);
         };
         let latest = get_u64(&head, "revision").unwrap_or(1);
-        let earlier;
         let item = match revision.unwrap_or(latest) {
-            r if r == latest => &head,
+            r if r == latest => head.clone(),
             r if (1..latest).contains(&r) => {
                 // Written with the head that replaced it, and never changed since.
-                earlier = match self.item(&pk, &revision_sk(r)).await? {
+                match self.item(&pk, &revision_sk(r)).await? {
                     Some(item) => item,
                     // Removed by an erase under way, or one that stopped part-way
                     // (revisions go before the head): no such call.
                     None => return Ok(None),
-                };
-                &earlier
+                }
             }
             _ => return Ok(None),
         };
-        let Some(current) = self.revision(&pk, item).await? else {
-            return Ok(None);
-        };
-        Ok(Some(StoredCall {
-            agent_id: get_s(item, "agent_id").unwrap_or_default().to_owned(),
-            operation: get_s(item, "operation").unwrap_or_default().to_owned(),
-            ..call_of(workspace_id, call_id, &head, current)
+        Ok(Some(CallAt {
+            id: get_u64(&head, "id").unwrap_or_default(),
+            workspace_id,
+            call_id: call_id.to_owned(),
+            agent_id: get_s(&item, "agent_id").unwrap_or_default().to_owned(),
+            operation: get_s(&item, "operation").unwrap_or_default().to_owned(),
+            created_at: get_u64(&head, "created_at").unwrap_or_default(),
+            revision: get_u64(&item, "revision").unwrap_or(1),
+            digest: get_s(&item, "digest").unwrap_or_default().to_owned(),
+            updated_at: get_u64(&item, "updated_at").unwrap_or_default(),
+            pk,
+            item,
         }))
+    }
+
+    /// The content of `at`, whole; `None` when it is gone (see [`revision`](Self::revision)).
+    pub async fn content(&self, at: &CallAt) -> Result<Option<StoredRevision>, StoreError> {
+        self.revision(&at.pk, &at.item).await
+    }
+
+    /// Bytes `first..=last` of `part` of `at` (`last` within it); `None` when the content is
+    /// gone. A frame in pieces is read with one ranged GET of the pieces that hold them;
+    /// any other is read whole, and decompressed only as far as `last`.
+    pub async fn span(&self, at: &CallAt, part: Part, first: u64, last: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let corrupt = |e: std::io::Error| StoreError::Internal(format!("stored frame is corrupt: {e}"));
+        if last < first || last >= at.len(part) {
+            return Err(StoreError::Internal(format!("span {first}-{last} is not within {part:?}")));
+        }
+        let (from, to) = (at.offset(part) + first, at.offset(part) + last);
+        let len = usize::try_from(last - first + 1).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let pieces = get_b(&at.item, PIECES).and_then(codec::Pieces::from_bytes);
+        if let (Some(key), Some(pieces)) = (get_s(&at.item, FRAME_KEY), pieces) {
+            let (start, end, skip) = pieces
+                .locate(from, to)
+                .ok_or_else(|| StoreError::Internal(format!("span {from}-{to} is past the frame's pieces")))?;
+            return match self.frames.get_range(key, start, end).await? {
+                Some(bytes) => codec::unpack_span(&bytes, skip, len).map(Some).map_err(corrupt),
+                None => Ok(None),
+            };
+        }
+        match self.frame(&at.pk, &at.item).await? {
+            Some(frame) => codec::unpack_span(&frame, from, len).map(Some).map_err(corrupt),
+            None => Ok(None),
+        }
     }
 
     /// The revisions of the call `call_id` of `workspace_id`, oldest first, the current
@@ -214,7 +319,26 @@ impl Store {
     /// call is being erased, or its erase stopped part-way (the next one finishes it).
     /// Nothing else removes them.
     async fn revision(&self, pk: &str, item: &Item) -> Result<Option<StoredRevision>, StoreError> {
-        let frame = match (get_b(item, "body"), get_s(item, FRAME_KEY)) {
+        let Some(frame) = self.frame(pk, item).await? else {
+            return Ok(None);
+        };
+        let unpacked = codec::unpack(&frame).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let document = String::from_utf8(unpacked.document)
+            .map_err(|e| StoreError::Internal(e.to_string()))
+            .and_then(|json| RawValue::from_string(json).map_err(|e| StoreError::Internal(e.to_string())))?;
+        Ok(Some(StoredRevision {
+            revision: get_u64(item, "revision").unwrap_or(1),
+            digest: get_s(item, "digest").unwrap_or_default().to_owned(),
+            updated_at: get_u64(item, "updated_at").unwrap_or_default(),
+            document,
+            raw: unpacked.raw,
+        }))
+    }
+
+    /// The frame of a head or revision item: its own, from S3, or from its chunks; `None`
+    /// when they are gone.
+    async fn frame(&self, pk: &str, item: &Item) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(Some(match (get_b(item, "body"), get_s(item, FRAME_KEY)) {
             (Some(body), _) => body.to_vec(),
             (None, Some(key)) => match self.frames.get(key).await? {
                 Some(frame) => frame,
@@ -231,17 +355,6 @@ impl Store {
                 let parts: Vec<&[u8]> = chunks.iter().map(|c| get_b(c, "data").unwrap_or_default()).collect();
                 parts.concat()
             }
-        };
-        let unpacked = codec::unpack(&frame).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let document = String::from_utf8(unpacked.document)
-            .map_err(|e| StoreError::Internal(e.to_string()))
-            .and_then(|json| RawValue::from_string(json).map_err(|e| StoreError::Internal(e.to_string())))?;
-        Ok(Some(StoredRevision {
-            revision: get_u64(item, "revision").unwrap_or(1),
-            digest: get_s(item, "digest").unwrap_or_default().to_owned(),
-            updated_at: get_u64(item, "updated_at").unwrap_or_default(),
-            document,
-            raw: unpacked.raw,
         }))
     }
 
@@ -266,19 +379,5 @@ impl Store {
     /// check what was written).
     pub async fn raw_head(&self, workspace_id: u64, call_id: &str) -> Result<Option<Item>, StoreError> {
         self.item(&call_pk(workspace_id, call_id), super::item::HEAD).await
-    }
-}
-
-/// A call as its head describes it, holding `current`.
-fn call_of(workspace_id: u64, call_id: &str, head: &Item, current: StoredRevision) -> StoredCall {
-    StoredCall {
-        id: get_u64(head, "id").unwrap_or_default(),
-        workspace_id,
-        agent_id: get_s(head, "agent_id").unwrap_or_default().to_owned(),
-        call_id: call_id.to_owned(),
-        operation: get_s(head, "operation").unwrap_or_default().to_owned(),
-        created_at: get_u64(head, "created_at").unwrap_or_default(),
-        current,
-        revisions: Vec::new(),
     }
 }

@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::frames::{self, Frames};
-use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, COMMITTED, FRAME_KEY};
+use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, COMMITTED, FRAME_KEY, PIECES};
 use super::{codec, now_ms, random_hex, Owner, StoreError};
 use call_ingest_core::api::number::Number;
 use call_ingest_core::call::CallDocument;
@@ -87,6 +87,9 @@ impl Submission {
                 let key = Frames::key(owner.workspace_id, doc.call_id(), &packed.frame);
                 attributes.insert(FRAME_KEY.into(), s(key.clone()));
                 attributes.insert("frame_bytes".into(), n(packed.frame.len()));
+                if let Some(pieces) = &packed.pieces {
+                    attributes.insert(PIECES.into(), AttributeValue::B(Blob::new(pieces.to_bytes())));
+                }
                 Some((key, packed.frame))
             }
         };
