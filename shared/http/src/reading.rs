@@ -140,7 +140,7 @@ pub(crate) async fn part(
             if first < start {
                 bytes.extend_from_slice(&prefix[first..=last.min(start - 1)]);
             }
-            if first < end && last >= start {
+            if start < end && first < end && last >= start {
                 let (a, b) = (first.max(start) - start, last.min(end - 1) - start);
                 let span = store.span(call, part, a as u64, b as u64).await.map_err(read_problem)?;
                 bytes.extend(span.ok_or_else(problems::call_not_found)?);
@@ -153,14 +153,15 @@ pub(crate) async fn part(
         Asked::Unsatisfiable => Ok(respond::unsatisfiable(total, request_id)),
         Asked::Ignored => {
             let content = store.content(call).await.map_err(read_problem)?.ok_or_else(problems::call_not_found)?;
-            let mut whole = Vec::with_capacity(total);
-            whole.extend_from_slice(prefix);
-            match part {
-                Part::Raw => whole.extend_from_slice(&content.raw),
-                Part::Document => whole.extend_from_slice(content.document.get().as_bytes()),
-            }
-            drop(content);
-            whole.extend_from_slice(suffix);
+            // The part not answered is dropped first; a raw body alone is moved, not copied.
+            let whole = match part {
+                Part::Raw if prefix.is_empty() && suffix.is_empty() => content.raw,
+                Part::Raw => [prefix, &content.raw, suffix].concat(),
+                Part::Document => {
+                    drop(content.raw);
+                    [prefix, content.document.get().as_bytes(), suffix].concat()
+                }
+            };
             respond::encoded(200, whole, request.headers(), request_id)
         }
     }

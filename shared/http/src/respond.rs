@@ -139,7 +139,7 @@ pub enum Asked {
 /// large for one Lambda response is read in parts.
 pub fn asked(request: &lambda_http::http::HeaderMap, total: usize) -> Asked {
     match request.get(header::RANGE).map(|r| byte_range(r.to_str().unwrap_or_default(), total)) {
-        Some(Asked::Range(first, last)) => Asked::Range(first, last.min(first + MAX_RANGE_BYTES - 1)),
+        Some(Asked::Range(first, last)) => Asked::Range(first, last.min(first.saturating_add(MAX_RANGE_BYTES - 1))),
         Some(other) => other,
         None => Asked::Ignored,
     }

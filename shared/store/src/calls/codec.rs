@@ -55,6 +55,15 @@ impl Pieces {
         std::iter::once(self.size).chain(self.ends.iter().copied()).flat_map(u32::to_le_bytes).collect()
     }
 
+    /// A table read back, for a stream of `unpacked` bytes in a frame of `frame` bytes;
+    /// `None` unless it is one [`to_bytes`](Self::to_bytes) makes for them.
+    pub fn of(bytes: &[u8], unpacked: u64, frame: u64) -> Option<Pieces> {
+        let pieces = Pieces::from_bytes(bytes)?;
+        let count = unpacked.div_ceil(u64::from(pieces.size));
+        let whole = pieces.ends.len() as u64 == count && pieces.ends.last().map(|e| u64::from(*e)) == Some(frame);
+        whole.then_some(pieces)
+    }
+
     /// A table read back; `None` unless it is one [`to_bytes`](Self::to_bytes) makes.
     pub fn from_bytes(bytes: &[u8]) -> Option<Pieces> {
         let mut words = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
@@ -167,13 +176,21 @@ fn content_size(mut frames: &[u8]) -> Option<u64> {
 }
 
 /// Bytes `skip..skip + len` of what `frames` (one or more whole zstd frames) decompress
-/// to, decompressing no further than their end.
-pub fn unpack_span(frames: &[u8], skip: u64, len: usize) -> std::io::Result<Vec<u8>> {
+/// to. With `to_end`, the rest is decompressed too (and dropped), so that every frame's
+/// checksum is checked: a ranged GET carries no checksum of its own.
+pub fn unpack_span(frames: &[u8], skip: u64, len: usize, to_end: bool) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut decoder = zstd::stream::read::Decoder::with_buffer(frames)?;
     std::io::copy(&mut (&mut decoder).take(skip), &mut std::io::sink())?;
-    let mut span = vec![0; len];
-    decoder.read_exact(&mut span)?;
+    let mut span = Vec::new();
+    span.try_reserve_exact(len).map_err(|_| std::io::Error::other("span too large"))?;
+    (&mut decoder).take(len as u64).read_to_end(&mut span)?;
+    if span.len() != len {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the frame ends before the span"));
+    }
+    if to_end {
+        std::io::copy(&mut decoder, &mut std::io::sink())?;
+    }
     Ok(span)
 }
 
@@ -211,6 +228,10 @@ mod tests {
         assert_eq!(pieces.ends.len(), packed.unpacked_len.div_ceil(PIECE));
         assert_eq!(*pieces.ends.last().unwrap() as usize, packed.frame.len());
         assert_eq!(Pieces::from_bytes(&pieces.to_bytes()), Some(pieces.clone()));
+        let (unpacked, frame) = (packed.unpacked_len as u64, packed.frame.len() as u64);
+        assert_eq!(Pieces::of(&pieces.to_bytes(), unpacked, frame), Some(pieces.clone()));
+        assert_eq!(Pieces::of(&pieces.to_bytes(), unpacked + PIECE as u64, frame), None, "a piece short");
+        assert_eq!(Pieces::of(&pieces.to_bytes(), unpacked, frame + 1), None, "not this frame's");
         assert_eq!(content_size(&packed.frame), Some(packed.unpacked_len as u64));
         let back = unpack(&packed.frame).unwrap();
         assert!(back.raw == raw && back.document == doc, "every piece decompresses, in order");
@@ -227,7 +248,7 @@ mod tests {
             let read = ends.iter().filter(|e| **e > first && **e <= last + 1).count() as u64;
             assert_eq!(read, to / PIECE as u64 - from / PIECE as u64 + 1, "only its pieces, for {from}-{to}");
             let part = &packed.frame[first as usize..=last as usize];
-            let span = unpack_span(part, skip, (to - from + 1) as usize).unwrap();
+            let span = unpack_span(part, skip, (to - from + 1) as usize, true).unwrap();
             assert_eq!(span, &stream[from as usize..=to as usize], "{from}-{to}");
         }
         assert_eq!(pieces.locate(0, packed.unpacked_len as u64 + PIECE as u64), None);
@@ -237,8 +258,8 @@ mod tests {
     fn a_small_frame_is_one_frame_and_a_span_of_it_skips_to_its_start() {
         let packed = pack(b"{\"a\": 1}", b"{\"a\":1}").unwrap();
         assert_eq!(packed.pieces, None);
-        assert_eq!(unpack_span(&packed.frame, 8 + 8, 7).unwrap(), b"{\"a\":1}");
-        assert!(unpack_span(&packed.frame, 8 + 8, 8).is_err(), "past the end");
+        assert_eq!(unpack_span(&packed.frame, 8 + 8, 7, false).unwrap(), b"{\"a\":1}");
+        assert!(unpack_span(&packed.frame, 8 + 8, 8, false).is_err(), "past the end");
     }
 
     #[test]

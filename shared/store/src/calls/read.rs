@@ -57,6 +57,9 @@ pub struct CallAt {
     item: Item,
 }
 
+/// Most bytes [`Store::span`] reads at once (a part of an answer is at most 3 MiB).
+pub const MAX_SPAN: usize = 4 << 20;
+
 /// One of the two things a submission keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
@@ -256,18 +259,26 @@ impl Store {
         }
         let (from, to) = (at.offset(part) + first, at.offset(part) + last);
         let len = usize::try_from(last - first + 1).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let pieces = get_b(&at.item, PIECES).and_then(codec::Pieces::from_bytes);
+        if len > MAX_SPAN {
+            return Err(StoreError::Internal(format!("span of {len} bytes: at most {MAX_SPAN} are read at once")));
+        }
+        let unpacked = get_u64(&at.item, "unpacked_bytes").unwrap_or_default();
+        let frame_bytes = get_u64(&at.item, "frame_bytes").unwrap_or_default();
+        let pieces = get_b(&at.item, PIECES).and_then(|t| codec::Pieces::of(t, unpacked, frame_bytes));
         if let (Some(key), Some(pieces)) = (get_s(&at.item, FRAME_KEY), pieces) {
             let (start, end, skip) = pieces
                 .locate(from, to)
                 .ok_or_else(|| StoreError::Internal(format!("span {from}-{to} is past the frame's pieces")))?;
+            // Decompressed to the end of the pieces read: each one's checksum is checked.
             return match self.frames.get_range(key, start, end).await? {
-                Some(bytes) => codec::unpack_span(&bytes, skip, len).map(Some).map_err(corrupt),
+                Some(bytes) => codec::unpack_span(&bytes, skip, len, true).map(Some).map_err(corrupt),
                 None => Ok(None),
             };
         }
+        // A frame of one zstd frame (or one stored before frames were in pieces): read whole,
+        // its transfer checked by S3's checksum or DynamoDB's; decompressed as far as `to`.
         match self.frame(&at.pk, &at.item).await? {
-            Some(frame) => codec::unpack_span(&frame, from, len).map(Some).map_err(corrupt),
+            Some(frame) => codec::unpack_span(&frame, from, len, false).map(Some).map_err(corrupt),
             None => Ok(None),
         }
     }
