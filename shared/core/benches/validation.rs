@@ -24,13 +24,19 @@ fn body(operation: Operation, n: usize) -> Vec<u8> {
             format!(r#"{{"agentId":"a","callId":"c","transcript":[{}]}}"#, vec!["1"; n].join(","))
         }
         Operation::CreateCall => format!(r#"{{"transcript_with_tool_calls":[{}]}}"#, vec!["{}"; n].join(",")),
+        // A Retell webhook whose turns are all empty objects.
+        Operation::ProviderWebhook(_) => format!(
+            r#"{{"event":"call_ended","call":{{"call_id":"c","start_timestamp":1,"transcript_with_tool_calls":[{}]}}}}"#,
+            vec![r#"{"role":"agent"}"#; n].join(",")
+        ),
     }
     .into_bytes()
 }
 
 fn main() {
     let mut c = Criterion::default().configure_from_args().sample_size(10).measurement_time(Duration::from_secs(8));
-    for operation in [Operation::SendCallData, Operation::CreateCall] {
+    let retell = Operation::ProviderWebhook(call_ingest_core::providers::Provider::Retell);
+    for operation in [Operation::SendCallData, Operation::CreateCall, retell] {
         let mut group = c.benchmark_group(format!("invalid_elements_{}", operation.as_str()));
         group.sampling_mode(SamplingMode::Flat);
         let mut sizes = vec![10_000, 50_000, MAX_SEGMENTS];

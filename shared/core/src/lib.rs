@@ -8,10 +8,14 @@
 //!
 //! May import no other call-ingest crate, no AWS SDK, no tokio: the fuzzers and the
 //! pipeline benchmark build it alone.
+//!
+//! [`providers`] maps Vapi's, Retell's and ElevenLabs' own webhooks to operation B's record
+//! and checks their signatures; the record then takes B's path.
 
 pub mod api;
 pub mod call;
 pub mod normalize;
+pub mod providers;
 pub mod validate;
 
 pub use call::{CallDocument, Operation};

@@ -8,7 +8,7 @@ use std::time::Instant;
 use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
-use crate::endpoints::{erase_call, get_call, ingest, list_calls, raw, revisions};
+use crate::endpoints::{erase_call, get_call, ingest, list_calls, raw, revisions, webhook};
 use crate::logging::RequestLog;
 use crate::{problems, respond};
 use crate::{Backend, Endpoint};
@@ -30,6 +30,7 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, request: R
         Endpoint::CallRevisions => revisions::answer(backend, &request, &request_id, &mut log).await,
         Endpoint::GetRawCall => raw::answer(backend, &request, &request_id, &mut log).await,
         Endpoint::EraseCall => erase_call::answer(backend, &request, &request_id, &mut log).await,
+        Endpoint::Webhook => webhook::answer(backend, &request, &request_id, &mut log).await,
     };
     let mut response = match answer {
         Ok(response) => response,
@@ -45,7 +46,7 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, request: R
         log.problem = Some(problem.slug);
         response = respond::problem(&problem, endpoint, &request_id);
     }
-    if let (false, Some(workspace_id)) = (matches!(endpoint, Endpoint::Ingest(_)), log.workspace) {
+    if let (false, Some(workspace_id)) = (matches!(endpoint, Endpoint::Ingest(_) | Endpoint::Webhook), log.workspace) {
         // A read costs its read units: a 5 MB range is not a 2 KB get.
         let bytes = match response.body() {
             Body::Binary(b) => b.len(),

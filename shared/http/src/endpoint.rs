@@ -23,11 +23,16 @@ pub enum Endpoint {
     GetRawCall,
     /// `DELETE /api/v1/public/call/{id}`: erasing a call.
     EraseCall,
+    /// `POST /v1/webhooks/{provider}/{hook_id}`: a provider's own end-of-call webhook.
+    Webhook,
 }
 
 impl From<Operation> for Endpoint {
     fn from(operation: Operation) -> Endpoint {
-        Endpoint::Ingest(operation)
+        match operation {
+            Operation::ProviderWebhook(_) => Endpoint::Webhook,
+            operation => Endpoint::Ingest(operation),
+        }
     }
 }
 
@@ -41,13 +46,14 @@ impl Endpoint {
             Endpoint::CallRevisions => "call_revisions",
             Endpoint::GetRawCall => "get_raw_call",
             Endpoint::EraseCall => "erase_call",
+            Endpoint::Webhook => "provider_webhook",
         }
     }
 
     /// The method the endpoint serves; any other is 405.
     pub fn method(self) -> Method {
         match self {
-            Endpoint::Ingest(_) => Method::POST,
+            Endpoint::Ingest(_) | Endpoint::Webhook => Method::POST,
             Endpoint::EraseCall => Method::DELETE,
             Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Method::GET,
         }
@@ -58,7 +64,7 @@ impl Endpoint {
     /// `/api/v1/public/call/{id}` GET is the reader's and DELETE the eraser's.
     pub fn allow(self) -> &'static str {
         match self {
-            Endpoint::Ingest(Operation::SendCallData) => "POST",
+            Endpoint::Ingest(Operation::SendCallData | Operation::ProviderWebhook(_)) | Endpoint::Webhook => "POST",
             Endpoint::Ingest(Operation::CreateCall) => "GET, POST",
             Endpoint::GetCall | Endpoint::EraseCall => "GET, DELETE",
             Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => "GET",
@@ -68,7 +74,8 @@ impl Endpoint {
     /// The scope a credential needs here.
     pub fn scope(self) -> Scope {
         match self {
-            Endpoint::Ingest(_) => Scope::Send,
+            // A hook's signature stands for the credential; its calls count as sends.
+            Endpoint::Ingest(_) | Endpoint::Webhook => Scope::Send,
             Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Scope::Read,
             Endpoint::EraseCall => Scope::Erase,
         }

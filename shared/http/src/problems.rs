@@ -31,8 +31,9 @@ fn every(_: Endpoint) -> bool {
     true
 }
 
+/// The endpoints that take a call's body: the operations and the webhooks.
 fn ingest(e: Endpoint) -> bool {
-    matches!(e, Endpoint::Ingest(_))
+    matches!(e, Endpoint::Ingest(_) | Endpoint::Webhook)
 }
 
 fn readers(e: Endpoint) -> bool {
@@ -44,9 +45,10 @@ fn encoded(e: Endpoint) -> bool {
     readers(e) || e == Endpoint::ListCalls
 }
 
-/// Every endpoint that names a workspace in its request: all but operation A.
+/// Every endpoint that names a workspace in its request: all but operation A and the
+/// webhooks (a hook names its workspace).
 fn named_workspace(e: Endpoint) -> bool {
-    e != Endpoint::Ingest(Operation::SendCallData)
+    e != Endpoint::Ingest(Operation::SendCallData) && e != Endpoint::Webhook
 }
 
 /// Every endpoint that finds a call by its `{id}`.
@@ -58,14 +60,18 @@ pub const UNAUTHORIZED: ProblemKind =
     ProblemKind { status: 401, slug: "unauthorized", title: "Unauthorized", answered_by: every };
 pub const FORBIDDEN: ProblemKind =
     ProblemKind { status: 403, slug: "forbidden", title: "Forbidden", answered_by: named_workspace };
-pub const INSUFFICIENT_SCOPE: ProblemKind =
-    ProblemKind { status: 403, slug: "insufficient-scope", title: "Forbidden", answered_by: every };
+pub const INSUFFICIENT_SCOPE: ProblemKind = ProblemKind {
+    status: 403,
+    slug: "insufficient-scope",
+    title: "Forbidden",
+    answered_by: |e| e != Endpoint::Webhook,
+};
 /// Operation A's `agentId`, operation B's and the listing's `agent_remote_identifier`.
 pub const AGENT_NOT_FOUND: ProblemKind = ProblemKind {
     status: 404,
     slug: "agent-not-found",
     title: "Agent not found",
-    answered_by: |e| ingest(e) || e == Endpoint::ListCalls,
+    answered_by: |e| matches!(e, Endpoint::Ingest(_)) || e == Endpoint::ListCalls,
 };
 pub const CALL_NOT_FOUND: ProblemKind =
     ProblemKind { status: 404, slug: "call-not-found", title: "Call not found", answered_by: by_id };
@@ -141,6 +147,11 @@ pub const CATALOGUE: &[&ProblemKind] = &[
 ];
 
 /// What a credential check refused, as the contract answers it.
+/// 401 for a webhook: no such hook, or its signature refused (`detail` says which).
+pub(crate) fn unauthorized(detail: &str) -> Problem {
+    UNAUTHORIZED.with(detail)
+}
+
 pub(crate) fn denied(d: Denied) -> Problem {
     match d {
         Denied::Unauthorized => UNAUTHORIZED.with("send a valid credential: Authorization: Bearer <API key>"),

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::calls::{Frames, Store};
 use crate::config::{Config, ConfigError, EnvClient};
+use crate::directory::sealing::Sealer;
 use crate::directory::Directory;
 
 /// Built once per instance, in `main`, and passed to every request.
@@ -15,6 +16,9 @@ pub struct Backend {
     pub patience: crate::patience::Patience,
     tables: OnceLock<Tables>,
     client: Source,
+    /// The KMS client that opens webhook secrets, when there is one; built on first use.
+    kms: Option<aws_sdk_kms::Client>,
+    sealer: OnceLock<Option<Sealer>>,
 }
 
 struct Tables {
@@ -39,14 +43,37 @@ impl std::fmt::Debug for Backend {
 impl Backend {
     /// An instance over existing DynamoDB and S3 clients.
     pub fn new(config: Config, client: aws_sdk_dynamodb::Client, s3: aws_sdk_s3::Client) -> Self {
-        Backend { config, tables: OnceLock::new(), client: Source::Ready(client, s3), patience: Default::default() }
+        let client = Source::Ready(client, s3);
+        Backend {
+            config,
+            tables: OnceLock::new(),
+            client,
+            patience: Default::default(),
+            kms: None,
+            sealer: OnceLock::new(),
+        }
+    }
+
+    /// This instance, sealing webhook secrets with `kms` (the key of `HOOK_KEY_ID`).
+    pub fn with_kms(mut self, kms: aws_sdk_kms::Client) -> Self {
+        self.kms = Some(kms);
+        self
     }
 
     /// An instance over `config`, with the client's settings read from the environment. The
     /// DynamoDB client is built on first use (or by [`Backend::warm_up`]).
     pub fn from_env(config: Config) -> Result<Backend, ConfigError> {
-        let client = Source::Env(EnvClient::from_env()?);
-        Ok(Backend { config, tables: OnceLock::new(), client, patience: Default::default() })
+        let env = EnvClient::from_env()?;
+        let kms = Some(env.kms_client());
+        let client = Source::Env(env);
+        Ok(Backend {
+            config,
+            tables: OnceLock::new(),
+            client,
+            patience: Default::default(),
+            kms,
+            sealer: OnceLock::new(),
+        })
     }
 
     fn tables(&self) -> &Tables {
@@ -71,6 +98,13 @@ impl Backend {
     /// The Directory table.
     pub fn directory(&self) -> &Directory {
         &self.tables().directory
+    }
+
+    /// What seals and opens webhook secrets; `None` without a KMS client.
+    pub fn sealer(&self) -> Option<&Sealer> {
+        self.sealer
+            .get_or_init(|| self.kms.clone().map(|kms| Sealer::new(kms, self.config.hook_key_id.clone())))
+            .as_ref()
     }
 
     /// Commits the pending submissions received before `before_ms` (the committer's sweep),

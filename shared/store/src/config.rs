@@ -39,6 +39,9 @@ pub struct Config {
     /// `CURSOR_SECRET`: the key that signs list cursors, the same for every instance (at
     /// least 32 characters). Only list-calls needs it, and refuses to start without it.
     pub cursor_secret: Option<CursorKey>,
+    /// `HOOK_KEY_ID`: the KMS key (id, ARN or alias) that seals webhook secrets (default
+    /// `alias/call-ingest-webhooks`).
+    pub hook_key_id: String,
 }
 
 /// A value that is never printed (`Debug` shows its length only).
@@ -108,6 +111,7 @@ impl Config {
             rate_limit: number("RATE_LIMIT_PER_SECOND", DEFAULT_RATE_LIMIT as u64, 1, MAX_LIMIT as u64)? as u32,
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
+            hook_key_id: get("HOOK_KEY_ID").filter(|v| !v.is_empty()).unwrap_or_else(|| DEFAULT_HOOK_KEY.to_owned()),
             cursor_secret: match get("CURSOR_SECRET").filter(|v| !v.is_empty()) {
                 None => None,
                 Some(v) if v.len() >= MIN_CURSOR_KEY_CHARS => Some(CursorKey(v)),
@@ -122,6 +126,9 @@ impl Config {
         })
     }
 }
+
+/// The KMS key that seals webhook secrets, unless `HOOK_KEY_ID` names another.
+pub const DEFAULT_HOOK_KEY: &str = "alias/call-ingest-webhooks";
 
 /// The HTTPS client every DynamoDB client here uses: rustls on ring.
 pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
@@ -167,6 +174,22 @@ pub fn dynamodb_client_with(
     aws_sdk_dynamodb::Client::from_conf(builder.build())
 }
 
+/// A KMS client for `endpoint` (the local server) or AWS's, with the same HTTP client,
+/// timeouts and retries.
+pub fn kms_client_with(endpoint: Option<&str>, region: &str, credentials: Credentials) -> aws_sdk_kms::Client {
+    let mut builder = aws_sdk_kms::Config::builder()
+        .behavior_version(aws_sdk_kms::config::BehaviorVersion::latest())
+        .region(aws_sdk_kms::config::Region::new(region.to_owned()))
+        .credentials_provider(credentials)
+        .http_client(http_client())
+        .timeout_config(timeouts())
+        .retry_config(retries());
+    if let Some(endpoint) = endpoint {
+        builder = builder.endpoint_url(endpoint);
+    }
+    aws_sdk_kms::Client::from_conf(builder.build())
+}
+
 /// An S3 client for `endpoint` (a local server, addressed path-style: `<bucket>.127.0.0.1`
 /// does not resolve) or AWS's, with the same HTTP client, timeouts and retries as DynamoDB's.
 pub fn s3_client_with(endpoint: Option<&str>, region: &str, credentials: Credentials) -> aws_sdk_s3::Client {
@@ -185,7 +208,7 @@ pub fn s3_client_with(endpoint: Option<&str>, region: &str, credentials: Credent
 
 /// The functions' AWS settings, from the environment Lambda provides: `AWS_REGION`,
 /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, and optionally
-/// `AWS_ENDPOINT_URL_DYNAMODB` / `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) for a
+/// `AWS_ENDPOINT_URL_DYNAMODB` / `_S3` / `_KMS` (or `AWS_ENDPOINT_URL`) for a
 /// local server. Not aws-config's whole provider chain
 /// (profiles, SSO, STS): the functions never need it, and it would be a third of their
 /// binary. `callctl` uses that chain instead.
@@ -195,6 +218,7 @@ pub struct EnvClient {
     credentials: Credentials,
     endpoint: Option<String>,
     s3_endpoint: Option<String>,
+    kms_endpoint: Option<String>,
 }
 
 impl EnvClient {
@@ -216,7 +240,8 @@ impl EnvClient {
         );
         let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
         let s3_endpoint = get("AWS_ENDPOINT_URL_S3").or_else(|| get("AWS_ENDPOINT_URL"));
-        Ok(EnvClient { region, credentials, endpoint, s3_endpoint })
+        let kms_endpoint = get("AWS_ENDPOINT_URL_KMS").or_else(|| get("AWS_ENDPOINT_URL"));
+        Ok(EnvClient { region, credentials, endpoint, s3_endpoint, kms_endpoint })
     }
 
     /// Builds the DynamoDB client (this loads the TLS trust store).
@@ -227,6 +252,11 @@ impl EnvClient {
     /// Builds the S3 client.
     pub fn s3_client(&self) -> aws_sdk_s3::Client {
         s3_client_with(self.s3_endpoint.as_deref(), &self.region, self.credentials.clone())
+    }
+
+    /// Builds the KMS client.
+    pub fn kms_client(&self) -> aws_sdk_kms::Client {
+        kms_client_with(self.kms_endpoint.as_deref(), &self.region, self.credentials.clone())
     }
 }
 

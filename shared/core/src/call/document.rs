@@ -5,26 +5,53 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::api::CreateCall;
+use crate::providers::Provider;
 
 /// Version of the stored document's shape; bump it when the shape changes.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Which operation a call came through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operation {
     /// A · Send Call Data, `POST /v1/calls`.
     SendCallData,
     /// B · Create Call, `POST /api/v1/public/call`.
     CreateCall,
+    /// A provider's own webhook, `POST /v1/webhooks/{provider}/{hook_id}`.
+    ProviderWebhook(Provider),
 }
 
 impl Operation {
+    /// Its name in documents, answers and logs.
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::SendCallData => "send_call_data",
             Operation::CreateCall => "create_call",
+            Operation::ProviderWebhook(_) => "provider_webhook",
         }
+    }
+
+    /// A name that says the provider too (`provider_webhook/vapi`): how a pending
+    /// submission records what it is, to be read again by [`Operation::parse`].
+    pub fn key(self) -> String {
+        match self {
+            Operation::ProviderWebhook(p) => format!("provider_webhook/{}", p.as_str()),
+            other => other.as_str().to_owned(),
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<Operation> {
+        match key {
+            "send_call_data" => Some(Operation::SendCallData),
+            "create_call" => Some(Operation::CreateCall),
+            other => other.strip_prefix("provider_webhook/").and_then(Provider::parse).map(Operation::ProviderWebhook),
+        }
+    }
+}
+
+impl Serialize for Operation {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -45,11 +72,15 @@ pub struct CallDocument {
     pub call: CreateCall,
     #[serde(skip)]
     pub summary: Summary,
+    /// Where a provider's event stands among its events of one call (`providers::Mapped`);
+    /// 0 for the operations.
+    #[serde(skip)]
+    pub stage: u8,
 }
 
 impl CallDocument {
     pub(crate) fn new(operation: Operation, call: CreateCall, summary: Summary) -> Self {
-        CallDocument { schema_version: SCHEMA_VERSION, operation, call, summary }
+        CallDocument { schema_version: SCHEMA_VERSION, operation, call, summary, stage: 0 }
     }
 
     /// The provider's call id.

@@ -8,5 +8,6 @@ pub mod pipeline;
 
 pub use document::{hex, CallDocument, Operation, Summary, SCHEMA_VERSION};
 pub use pipeline::{
-    accept_create_call, accept_send_call_data, ingest, parse_create_call, parse_send_call_data, Rejection,
+    accept_create_call, accept_relaxed, accept_send_call_data, ingest, parse_create_call, parse_send_call_data,
+    Rejection,
 };

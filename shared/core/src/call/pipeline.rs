@@ -2,7 +2,7 @@
 //! validate → normalise.
 
 use super::document::{CallDocument, Operation};
-use crate::api::{counts, BodyError, CreateCall, Problem, SendCallData, Violation};
+use crate::api::{counts, BodyError, Code, CreateCall, Problem, SendCallData, Violation};
 use crate::{normalize, validate};
 
 /// Why a body was refused.
@@ -62,11 +62,38 @@ pub fn accept_send_call_data(call: SendCallData) -> Result<CallDocument, Vec<Vio
     }
 }
 
+/// Validates and normalises an operation B record mapped from a provider's webhook: as
+/// [`accept_create_call`], but what a provider may not send is not required (a recording
+/// URL, any segment, a turn's end; see [`may_lack`]).
+pub fn accept_relaxed(call: CreateCall) -> Result<CallDocument, Vec<Violation>> {
+    let violations: Vec<Violation> = validate::create_call(&call).into_iter().filter(|v| !may_lack(v)).collect();
+    if violations.is_empty() {
+        Ok(normalize::create_call(call))
+    } else {
+        Err(violations)
+    }
+}
+
+/// Whether `v` only says a field a provider may not send is missing: `recording_url`, the
+/// timeline's items, or a turn's timing (ElevenLabs' turns have a start only, Retell's
+/// turns with no words have none).
+fn may_lack(v: &Violation) -> bool {
+    let segment =
+        |p: &str| p.strip_prefix("/transcript_with_tool_calls/").is_some_and(|i| i.bytes().all(|b| b.is_ascii_digit()));
+    match (v.pointer.as_str(), v.code) {
+        ("/recording_url", Code::Required) => true,
+        ("/transcript_with_tool_calls", Code::Required | Code::Length) => true,
+        (p, Code::Required) => segment(p),
+        _ => false,
+    }
+}
+
 /// Bytes to document for `operation`, the whole pure pipeline.
 pub fn ingest(operation: Operation, body: &[u8]) -> Result<CallDocument, Rejection> {
     match operation {
         Operation::CreateCall => accept_create_call(parse_create_call(body)?).map_err(Rejection::Invalid),
         Operation::SendCallData => accept_send_call_data(parse_send_call_data(body)?).map_err(Rejection::Invalid),
+        Operation::ProviderWebhook(provider) => crate::providers::ingest(provider, body),
     }
 }
 

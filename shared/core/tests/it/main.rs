@@ -3,4 +3,5 @@
 mod json_checks;
 mod normalisation;
 mod properties;
+mod providers;
 mod validation;

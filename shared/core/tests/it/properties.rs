@@ -532,6 +532,7 @@ fn known_names(op: Operation) -> Vec<&'static str> {
             names
         }
         Operation::SendCallData => SEND_CALL_DATA_NAMES.to_vec(),
+        Operation::ProviderWebhook(_) => unreachable!("the operations' properties only"),
     }
 }
 
@@ -662,6 +663,7 @@ fn near_valid(op: Operation) -> impl Strategy<Value = Value> {
             call_id: None,
         }))
         .unwrap(),
+        Operation::ProviderWebhook(_) => unreachable!("the operations' properties only"),
     };
     (
         prop::collection::vec((key(), prop::option::weighted(0.8, json_value(3))), 0..5),

@@ -36,6 +36,8 @@ pub(crate) struct Reply {
 impl Reply {
     pub(crate) fn respond(self, operation: Operation, request_id: &str) -> Response<Body> {
         let status = match self.stored {
+            // Providers want 200 (ElevenLabs retries anything else).
+            _ if matches!(operation, Operation::ProviderWebhook(_)) => 200,
             None => 202,
             Some(stored) if stored.is_new() => 201,
             Some(_) => 200,
@@ -49,6 +51,16 @@ impl Reply {
             (Operation::CreateCall, None) => {
                 serde_json::to_vec(&AcceptedResponse { provider_call_id: &self.call_id, status: "accepted" })
             }
+            (Operation::ProviderWebhook(_), stored) => serde_json::to_vec(&WebhookResponse {
+                status: match stored.map(|s| s.outcome) {
+                    None => "accepted",
+                    Some(Outcome::Created) => "stored",
+                    Some(Outcome::Unchanged) => "unchanged",
+                    Some(Outcome::Revised) => "revised",
+                },
+                provider_call_id: &self.call_id,
+                id: stored.map(|s| s.id),
+            }),
             (Operation::SendCallData, stored) => serde_json::to_vec(&SendCallDataResponse {
                 success: true,
                 call_id: &self.call_id,
@@ -65,6 +77,16 @@ impl Reply {
     }
 }
 
+/// A webhook's answer: what became of the call (`accepted`: durable, committed within a
+/// minute).
+#[derive(serde::Serialize)]
+struct WebhookResponse<'a> {
+    status: &'static str,
+    provider_call_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+}
+
 /// Operations A and B, after the method check.
 pub(crate) async fn process(
     backend: &Backend,
@@ -79,6 +101,7 @@ pub(crate) async fn process(
     let checked = body_checks(backend, request);
     let endpoint = Endpoint::Ingest(operation);
     let (workspace_id, agent, pace, doc, body) = match operation {
+        Operation::ProviderWebhook(_) => unreachable!("webhooks are answered by endpoints::webhook"),
         Operation::CreateCall => {
             let query = query(request);
             let agent = query
@@ -136,7 +159,7 @@ pub(crate) async fn process(
 /// still in flight when the budget ends may be applied meanwhile: committing the pending
 /// copy then finds it, and changes nothing.
 #[allow(clippy::too_many_arguments)]
-async fn store_call(
+pub(crate) async fn store_call(
     backend: &Backend,
     owner: Owner<'_>,
     operation: Operation,
@@ -179,7 +202,7 @@ async fn store_call(
 /// The checks on a body before it is read, only told to an authenticated caller: 413 for
 /// more bytes than `MAX_BODY_BYTES` (received, before decompression), 415 for a type that
 /// is not JSON or an encoding we do not take. Answers the body's encoding.
-fn body_checks(backend: &Backend, request: &Request) -> Result<Encoding, Problem> {
+pub(crate) fn body_checks(backend: &Backend, request: &Request) -> Result<Encoding, Problem> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)

@@ -7,3 +7,4 @@ pub(crate) mod ingest;
 pub(crate) mod list_calls;
 pub(crate) mod raw;
 pub(crate) mod revisions;
+pub(crate) mod webhook;

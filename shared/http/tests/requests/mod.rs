@@ -93,6 +93,7 @@ pub fn request(operation: Operation, auth: Option<&str>, query: &[(&str, &str)],
     let path = match operation {
         Operation::CreateCall => "/api/v1/public/call",
         Operation::SendCallData => "/v1/calls",
+        Operation::ProviderWebhook(_) => panic!("webhooks are posted with webhook_request"),
     };
     let mut builder = Request::builder().method(Method::POST).uri(path).header("content-type", "application/json");
     if let Some(auth) = auth {

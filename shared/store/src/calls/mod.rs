@@ -270,11 +270,12 @@ impl Store {
                 return unchanged(&head, requests).map(Some);
             }
             requests += 1;
-            let newer_is_current = received.is_some_and(|r| get_u64(&head, "updated_at").is_some_and(|at| at > r));
+            let newer_is_current = received.is_some_and(|r| get_u64(&head, "updated_at").is_some_and(|at| at > r))
+                || sub.outranked_by(&head);
             let written = match newer_is_current {
-                // A submission received after this one is current: this one is kept as a
-                // revision and the current content stays current, whatever order they
-                // commit in.
+                // A submission received after this one is current (or a later stage of the
+                // provider's events): this one is kept as a revision and the current content
+                // stays current, whatever order they commit in.
                 true => self.insert_late(&sub, &head).await,
                 false => self.revise(&sub, &head).await,
             };

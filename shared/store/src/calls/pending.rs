@@ -95,7 +95,7 @@ impl Store {
             .content_type("application/json")
             .metadata("workspace", owner.workspace_id.to_string())
             .metadata("agent", hex(owner.agent_id.as_bytes()))
-            .metadata("operation", operation.as_str())
+            .metadata("operation", operation.key())
             .metadata("call-id", hex(call_id.as_bytes()))
             .body(ByteStream::from(raw.to_vec()))
             .send()
@@ -380,11 +380,7 @@ fn until_next_second() -> std::time::Duration {
 /// Workspace, agent, operation, provider call id and received time of a pending object.
 fn identity(key: &str, metadata: &HashMap<String, String>) -> Option<(u64, String, Operation, String, u64)> {
     let text = |name: &str| unhex(metadata.get(name)?);
-    let operation = match metadata.get("operation")?.as_str() {
-        "create_call" => Operation::CreateCall,
-        "send_call_data" => Operation::SendCallData,
-        _ => return None,
-    };
+    let operation = Operation::parse(metadata.get("operation")?)?;
     Some((metadata.get("workspace")?.parse().ok()?, text("agent")?, operation, text("call-id")?, received_ms(key)?))
 }
 

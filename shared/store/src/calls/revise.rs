@@ -47,7 +47,7 @@ impl Store {
         let kept = as_revision(old.clone(), revision);
         let mut head = old.clone();
         head.insert("revision".into(), n(revision + 2));
-        add_committed(&mut head, [sub.token.clone()]);
+        add_committed(&mut head, [sub.token.clone(), sub.late_mark()]);
         let bytes = item_size(&late) + item_size(&kept) + item_size(&head);
         let put = self.replacing(head, old, id, revision)?;
         let items = vec![

@@ -50,6 +50,9 @@ impl Submission {
         attributes.insert("raw_bytes".into(), n(raw.len()));
         attributes.insert("unpacked_bytes".into(), n(packed.unpacked_len));
         attributes.insert("listed_ws".into(), n(owner.workspace_id));
+        if doc.stage > 0 {
+            attributes.insert(STAGE.into(), n(doc.stage));
+        }
         if let Some(start) = doc.summary.start_ms {
             attributes.insert("start_ms".into(), n(start));
             attributes.insert("listed_ms".into(), n(start));
@@ -109,9 +112,25 @@ impl Submission {
         self
     }
 
-    /// Whether this pending submission was committed into the call of `head` already.
+    /// Whether this pending submission was committed into the call of `head` already, or
+    /// its content was kept as a revision below the current one (a replay of a late
+    /// event, under another token).
     pub fn was_committed(&self, head: &Item) -> bool {
-        tokens(head).contains(&self.token)
+        let tokens = tokens(head);
+        tokens.contains(&self.token) || tokens.contains(&self.late_mark())
+    }
+
+    /// What a head records of a submission kept as a revision below it: its content.
+    pub fn late_mark(&self) -> String {
+        format!("late:{}", self.digest)
+    }
+
+    /// Whether `head` holds a later stage of the provider's events of this call than this
+    /// submission (Retell's `call_analyzed` against a late `call_ended`): then this one is
+    /// kept as a revision and the head's content stays current.
+    pub fn outranked_by(&self, head: &Item) -> bool {
+        let stage = |i: &Item| get_u64(i, STAGE).unwrap_or(0);
+        stage(head) > stage(&self.attributes)
     }
 
     /// Whether `head` holds this submission's content.
@@ -144,6 +163,9 @@ impl Submission {
         self.attributes.get("updated_at").cloned().unwrap_or_else(|| n(now_ms()))
     }
 }
+
+/// On a head or revision from a provider's webhook: its event's stage (`Mapped::stage`).
+const STAGE: &str = "stage";
 
 /// The tokens of the pending submissions committed into the call of `head`.
 pub(super) fn tokens(head: &Item) -> Vec<String> {

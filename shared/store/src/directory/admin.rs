@@ -23,6 +23,8 @@ pub enum AdminError {
     RemoteIdTaken { workspace_id: u64, remote_id: String },
     #[error("no API key or session with id {0:?}")]
     NoCredential(String),
+    #[error("no webhook hook with id {0:?}")]
+    NoHook(String),
     #[error("the public id {0:?} is taken by another credential")]
     PublicIdTaken(String),
     #[error("{0}")]
@@ -395,6 +397,10 @@ impl Directory {
     /// A transaction item that puts `item` unless its key exists already.
     fn put_new(&self, item: Item) -> Result<TransactWriteItem, StoreError> {
         crate::calls::item::put_new(&self.table, item)
+    }
+
+    pub(super) async fn query_prefix(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        self.query(pk, prefix).await
     }
 
     async fn query(&self, pk: String, prefix: &str) -> Result<Vec<Item>, StoreError> {

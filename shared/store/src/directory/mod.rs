@@ -9,9 +9,11 @@
 pub mod admin;
 mod cache;
 pub mod credentials;
+pub mod hooks;
 pub mod item_keys;
 pub mod limits;
 pub mod scopes;
+pub mod sealing;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,0 +1,139 @@
+//! Reading a provider's payload: values at a path, as the types the mapping needs, never
+//! failing (a value of another type is as good as missing), and building the record.
+
+use serde_json::{json, Map, Value};
+
+use crate::normalize::timestamps::rfc3339_millis;
+
+/// The value at `path` (object keys) under `value`.
+pub fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
+}
+
+/// The first non-empty string at one of `paths`.
+pub fn text<'v>(value: &'v Value, paths: &[&[&str]]) -> Option<&'v str> {
+    paths.iter().find_map(|p| at(value, p).and_then(Value::as_str).filter(|s| !s.is_empty()))
+}
+
+/// The first finite number at one of `paths`.
+pub fn number(value: &Value, paths: &[&[&str]]) -> Option<f64> {
+    paths.iter().find_map(|p| at(value, p).and_then(Value::as_f64).filter(|n| n.is_finite()))
+}
+
+/// The first object at one of `paths`, when it has members.
+pub fn object<'v>(value: &'v Value, paths: &[&[&str]]) -> Option<&'v Map<String, Value>> {
+    paths.iter().find_map(|p| at(value, p).and_then(Value::as_object).filter(|o| !o.is_empty()))
+}
+
+/// The array at `path`, or none.
+pub fn array<'v>(value: &'v Value, path: &[&str]) -> &'v [Value] {
+    at(value, path).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// Epoch ms of an RFC 3339 time, or of an epoch number (seconds below 10^11).
+pub fn epoch_ms(value: Option<&Value>) -> Option<i64> {
+    match value? {
+        Value::String(s) => rfc3339_millis(s),
+        Value::Number(n) => {
+            let n = n.as_f64().filter(|n| n.is_finite() && *n >= 0.0)?;
+            Some(if n < 1e11 { (n * 1000.0).round() as i64 } else { n.round() as i64 })
+        }
+        _ => None,
+    }
+}
+
+/// Milliseconds, rounded up (as the contract rounds), never negative, from `seconds`.
+pub fn ms_of_seconds(seconds: f64) -> Option<i64> {
+    (seconds.is_finite() && seconds < 9e12).then(|| (seconds * 1000.0).ceil().max(0.0) as i64)
+}
+
+/// Milliseconds rounded up, never negative.
+pub fn ms(millis: f64) -> Option<i64> {
+    (millis.is_finite() && millis < 9e15).then(|| millis.ceil().max(0.0) as i64)
+}
+
+/// `text`, at most `max` characters.
+pub fn clip(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+/// A tool's arguments or result as the record keeps them: a JSON object as it is, JSON text
+/// of an object parsed, anything else under `value`.
+pub fn tool_value(value: &Value) -> Value {
+    match value {
+        Value::Object(_) => value.clone(),
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(parsed @ Value::Object(_)) => parsed,
+            _ => json!({ "value": s }),
+        },
+        Value::Null => Value::Null,
+        other => json!({ "value": other }),
+    }
+}
+
+/// Builds a record: members set only when they have a value.
+#[derive(Debug, Default)]
+pub struct Record(pub Map<String, Value>);
+
+impl Record {
+    pub fn set(&mut self, key: &str, value: impl Into<Value>) -> &mut Self {
+        let value = value.into();
+        if !value.is_null() {
+            self.0.insert(key.to_owned(), value);
+        }
+        self
+    }
+
+    pub fn maybe<T: Into<Value>>(&mut self, key: &str, value: Option<T>) -> &mut Self {
+        if let Some(v) = value {
+            self.set(key, v);
+        }
+        self
+    }
+}
+
+/// A cost in dollars as cents, to the hundredth of a cent.
+pub fn cents_of_dollars(dollars: f64) -> Option<f64> {
+    (dollars.is_finite() && dollars.abs() < 1e12).then(|| (dollars * 10_000.0).round() / 100.0)
+}
+
+/// A segment's `metadata`, made an object when it is not one.
+pub fn segment_meta(segment: &mut Value) -> &mut Map<String, Value> {
+    if !segment["metadata"].is_object() {
+        segment["metadata"] = json!({});
+    }
+    match &mut segment["metadata"] {
+        Value::Object(meta) => meta,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+/// Per-turn figures on the turns of `segments`: a turn is a caller's segment and the first
+/// agent reply after it (the greeting, with no caller's turn before it, has none). The
+/// k-th turn's reply gets `agent(k)`, its caller's segment `user(k)`.
+pub fn per_turn(
+    segments: &mut [Value],
+    agent: impl Fn(usize) -> Vec<(&'static str, f64)>,
+    user: impl Fn(usize) -> Vec<(&'static str, f64)>,
+) {
+    let mut trigger = None;
+    let mut k = 0;
+    for i in 0..segments.len() {
+        match segments[i]["role"].as_str() {
+            Some("user") => trigger = Some(i),
+            Some("agent") => {
+                let Some(caller) = trigger.take() else { continue };
+                let (to_agent, to_user) = (agent(k), user(k));
+                if to_agent.is_empty() && to_user.is_empty() {
+                    return;
+                }
+                let meta = segment_meta(&mut segments[i]);
+                to_agent.into_iter().for_each(|(key, v)| _ = meta.insert(key.into(), v.into()));
+                let meta = segment_meta(&mut segments[caller]);
+                to_user.into_iter().for_each(|(key, v)| _ = meta.insert(key.into(), v.into()));
+                k += 1;
+            }
+            _ => {}
+        }
+    }
+}

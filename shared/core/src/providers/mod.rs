@@ -1,0 +1,113 @@
+//! Providers' own end-of-call webhooks (Vapi, Retell, ElevenLabs): which events are calls,
+//! their mapping to operation B's record ([`vapi`], [`retell`], [`elevenlabs`]), and their
+//! signatures ([`signature`]). A mapped record then takes B's path (count limits, parse,
+//! validation, normalisation), with two differences: a provider that does not send a
+//! recording URL or any turn is not refused for it (the field stays missing), and the
+//! document's operation is `provider_webhook`, its `provider` the provider's name.
+
+pub mod elevenlabs;
+pub mod retell;
+pub mod signature;
+pub mod vapi;
+
+mod fields;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::api::{BodyError, Code, Violation};
+use crate::call::{accept_relaxed, parse_create_call, CallDocument, Operation, Rejection};
+
+/// A provider whose webhooks we take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Vapi,
+    Retell,
+    ElevenLabs,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 3] = [Provider::Vapi, Provider::Retell, Provider::ElevenLabs];
+
+    /// Its name in paths, documents and `callctl`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Vapi => "vapi",
+            Provider::Retell => "retell",
+            Provider::ElevenLabs => "elevenlabs",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Provider> {
+        Provider::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
+/// What a webhook's body is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// An end-of-call event: stored.
+    Call(Mapped),
+    /// Any other event type (named): answered 200, nothing stored.
+    Ignored(String),
+}
+
+/// A call as a provider's event describes it, in operation B's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapped {
+    /// Operation B's record (with `provider` and `provider_event` besides).
+    pub record: Map<String, Value>,
+    /// The provider's id of the agent (Vapi's assistant, Retell's and ElevenLabs' agent):
+    /// the workspace's agent with this remote identifier takes the call.
+    pub agent: Option<String>,
+    /// Where the event stands among the provider's events of one call: a later stage's
+    /// content is never replaced by an earlier stage's (Retell's `call_analyzed` by a late
+    /// `call_ended`).
+    pub stage: u8,
+}
+
+/// Reads a webhook body of `provider`: the event, mapped when it is a call.
+pub fn read(provider: Provider, body: &[u8]) -> Result<Event, Rejection> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))?;
+    let Value::Object(payload) = value else {
+        return Err(Rejection::Unreadable(BodyError::NotObject));
+    };
+    match provider {
+        Provider::Vapi => vapi::read(&payload),
+        Provider::Retell => retell::read(&payload),
+        Provider::ElevenLabs => elevenlabs::read(&payload),
+    }
+}
+
+/// The document of a mapped call: B's count limits, parse, validation and normalisation
+/// (a missing recording URL or an empty transcript allowed).
+pub fn accept(provider: Provider, mapped: &Mapped) -> Result<CallDocument, Rejection> {
+    let bytes = serde_json::to_vec(&mapped.record).unwrap_or_default();
+    let call = parse_create_call(&bytes)?;
+    let mut doc = accept_relaxed(call).map_err(|v| Rejection::Invalid(v.into_iter().map(to_payload).collect()))?;
+    doc.operation = Operation::ProviderWebhook(provider);
+    doc.stage = mapped.stage;
+    Ok(doc)
+}
+
+/// Body to document, as [`crate::call::ingest`] does for the operations.
+pub fn ingest(provider: Provider, body: &[u8]) -> Result<CallDocument, Rejection> {
+    match read(provider, body)? {
+        Event::Call(mapped) => accept(provider, &mapped),
+        Event::Ignored(kind) => {
+            Err(Rejection::Invalid(vec![Violation::new("/", Code::OneOf, format!("a {kind} event is not a call"))]))
+        }
+    }
+}
+
+/// A violation of the mapped record, said of the record (its pointers are B's fields,
+/// not the payload's): prefixed `/mapped`.
+fn to_payload(v: Violation) -> Violation {
+    Violation { pointer: format!("/mapped{}", v.pointer), ..v }
+}
+
+/// A payload that is not the provider's call event shape: 422 at `pointer`.
+pub(crate) fn unmappable(pointer: &str, message: impl Into<String>) -> Rejection {
+    Rejection::Invalid(vec![Violation::new(pointer, Code::Required, message)])
+}

@@ -1,0 +1,226 @@
+//! Webhook hooks: a provider's end-of-call webhook pointed at one workspace
+//! (`POST /v1/webhooks/{provider}/{hook_id}`). A hook has its provider, an optional default
+//! agent (for a payload whose agent id names none of the workspace's agents), and its
+//! signing secret, sealed ([`super::sealing`]). A rotation keeps the previous secret for 24
+//! hours; a revoked hook takes nothing.
+//!
+//! Items: `HOOK#<id>` / `HOOK` (the hook), and `WS#<workspace>` / `HOOK#<id>` (its listing).
+
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem};
+use serde::Serialize;
+
+use super::admin::AdminError;
+use super::item_keys::*;
+use super::sealing::Sealer;
+use super::Directory;
+use crate::calls::item::{get_b, n, s, Item};
+use crate::calls::{now_ms, random_hex, StoreError};
+use call_ingest_core::providers::Provider;
+
+/// How long the previous secret is still accepted after a rotation.
+pub const ROTATION_OVERLAP_MS: u64 = 24 * 3600 * 1000;
+
+pub fn hook_pk(id: &str) -> String {
+    format!("HOOK#{id}")
+}
+pub const HOOK_SK: &str = "HOOK";
+
+/// A hook, as listed: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hook {
+    pub id: String,
+    pub workspace_id: u64,
+    pub provider: Provider,
+    /// The agent a call goes to when its payload names none of the workspace's agents.
+    pub default_agent_id: Option<String>,
+    /// Epoch ms.
+    pub created_at: u64,
+    pub revoked_at: Option<u64>,
+    /// Until when (epoch ms) the secret before the last rotation is accepted too.
+    pub previous_until: Option<u64>,
+    #[serde(skip)]
+    sealed: Vec<u8>,
+    #[serde(skip)]
+    previous: Option<Vec<u8>>,
+}
+
+impl Hook {
+    fn from_item(item: &Item) -> Option<Hook> {
+        Some(Hook {
+            id: field_s(item, "hook_id")?.to_owned(),
+            workspace_id: field_u64(item, "workspace_id")?,
+            provider: Provider::parse(field_s(item, "provider")?)?,
+            default_agent_id: field_s(item, "agent_id").map(str::to_owned),
+            created_at: field_u64(item, "created_at").unwrap_or_default(),
+            revoked_at: field_u64(item, "revoked_at"),
+            previous_until: field_u64(item, "previous_until"),
+            sealed: get_b(item, "sealed")?.to_vec(),
+            previous: get_b(item, "previous").map(<[u8]>::to_vec),
+        })
+    }
+
+    /// Whether a hook id can be one we made (`hk_` and 24 hex digits): anything else
+    /// names no hook and costs no read.
+    pub fn well_formed(id: &str) -> bool {
+        id.strip_prefix("hk_").is_some_and(|h| h.len() == 24 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+}
+
+impl Directory {
+    /// Creates a hook of `workspace_id` for `provider`, signed with `secret`, with
+    /// `default_agent` (a remote id of the workspace's agents) when given.
+    pub async fn create_hook(
+        &self,
+        sealer: &Sealer,
+        workspace_id: u64,
+        provider: Provider,
+        default_agent: Option<&str>,
+        secret: &[u8],
+    ) -> Result<Hook, AdminError> {
+        if secret.is_empty() {
+            return Err(AdminError::Invalid("a hook's signing secret cannot be empty".into()));
+        }
+        if self.workspace(workspace_id).await?.is_none() {
+            return Err(AdminError::NoWorkspace(workspace_id));
+        }
+        let agent_id = match default_agent {
+            Some(remote) => Some(
+                self.agent_by_remote(workspace_id, remote)
+                    .await?
+                    .ok_or_else(|| AdminError::Invalid(format!("workspace {workspace_id} has no agent {remote:?}")))?
+                    .id,
+            ),
+            None => None,
+        };
+        let id = format!("hk_{}", random_hex(12)?);
+        let sealed = sealer.seal(secret, &id, workspace_id).await?;
+        let now = now_ms();
+        let mut hook = Item::from([
+            ("pk".into(), s(hook_pk(&id))),
+            ("sk".into(), s(HOOK_SK)),
+            ("hook_id".into(), s(id.clone())),
+            ("workspace_id".into(), n(workspace_id)),
+            ("provider".into(), s(provider.as_str())),
+            ("created_at".into(), n(now)),
+            ("sealed".into(), AttributeValue::B(Blob::new(sealed))),
+        ]);
+        if let Some(agent) = &agent_id {
+            hook.insert("agent_id".into(), s(agent.clone()));
+        }
+        let listing = Item::from([
+            ("pk".into(), s(workspace_pk(workspace_id))),
+            ("sk".into(), s(hook_pk(&id))),
+            ("hook_id".into(), s(id.clone())),
+        ]);
+        let workspace_exists = ConditionCheck::builder()
+            .table_name(&self.table)
+            .key("pk", s(workspace_pk(workspace_id)))
+            .key("sk", s(WORKSPACE_SK))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(StoreError::from)?;
+        let items = vec![
+            TransactWriteItem::builder().condition_check(workspace_exists).build(),
+            crate::calls::item::put_new(&self.table, hook.clone())?,
+            crate::calls::item::put_new(&self.table, listing)?,
+        ];
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Hook::from_item(&hook).ok_or_else(|| StoreError::Internal("hook item".into()).into())
+    }
+
+    /// The hook `id`, revoked or not; `None` when there is none.
+    pub async fn hook(&self, id: &str) -> Result<Option<Hook>, StoreError> {
+        Ok(self.get(hook_pk(id), HOOK_SK).await?.as_ref().and_then(Hook::from_item))
+    }
+
+    /// The hooks of a workspace.
+    pub async fn list_hooks(&self, workspace_id: u64) -> Result<Vec<Hook>, AdminError> {
+        let mut hooks = Vec::new();
+        for listing in self.query_prefix(workspace_pk(workspace_id), "HOOK#").await? {
+            if let Some(hook) = match field_s(&listing, "hook_id") {
+                Some(id) => self.hook(id).await?,
+                None => None,
+            } {
+                hooks.push(hook);
+            }
+        }
+        Ok(hooks)
+    }
+
+    /// Revokes hook `id`: from now on it takes nothing (401).
+    pub async fn revoke_hook(&self, id: &str) -> Result<Hook, AdminError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(hook_pk(id)))
+            .key("sk", s(HOOK_SK))
+            .update_expression("SET revoked_at = if_not_exists(revoked_at, :now)")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":now", n(now_ms()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                out.attributes.as_ref().and_then(Hook::from_item).ok_or_else(|| AdminError::NoHook(id.to_owned()))
+            }
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Err(AdminError::NoHook(id.to_owned()))
+            }
+            Err(e) => Err(StoreError::from_sdk(e).into()),
+        }
+    }
+
+    /// Gives hook `id` a new secret; the one it had is accepted for 24 hours more.
+    pub async fn rotate_hook(&self, sealer: &Sealer, id: &str, secret: &[u8]) -> Result<Hook, AdminError> {
+        let hook =
+            self.hook(id).await?.filter(|h| h.revoked_at.is_none()).ok_or_else(|| AdminError::NoHook(id.to_owned()))?;
+        if secret.is_empty() {
+            return Err(AdminError::Invalid("a hook's signing secret cannot be empty".into()));
+        }
+        let sealed = sealer.seal(secret, id, hook.workspace_id).await?;
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(hook_pk(id)))
+            .key("sk", s(HOOK_SK))
+            .update_expression("SET sealed = :new, previous = :old, previous_until = :until")
+            // The secret it had when read: two rotations at once do not both keep it.
+            .condition_expression("sealed = :old AND attribute_not_exists(revoked_at)")
+            .expression_attribute_values(":new", AttributeValue::B(Blob::new(sealed)))
+            .expression_attribute_values(":old", AttributeValue::B(Blob::new(hook.sealed.clone())))
+            .expression_attribute_values(":until", n(now_ms() + ROTATION_OVERLAP_MS))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                out.attributes.as_ref().and_then(Hook::from_item).ok_or_else(|| AdminError::NoHook(id.to_owned()))
+            }
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Err(AdminError::Invalid(format!("hook {id} changed meanwhile (rotated or revoked); try again")))
+            }
+            Err(e) => Err(StoreError::from_sdk(e).into()),
+        }
+    }
+
+    /// The secrets hook `hook` accepts at `now` (epoch ms): its own, and during a rotation's
+    /// overlap the one before.
+    pub async fn hook_secrets(&self, sealer: &Sealer, hook: &Hook, now: u64) -> Result<Vec<Vec<u8>>, StoreError> {
+        let mut secrets = vec![sealer.open(&hook.sealed, &hook.id, hook.workspace_id).await?];
+        if let (Some(previous), Some(until)) = (&hook.previous, hook.previous_until) {
+            if now < until {
+                secrets.push(sealer.open(previous, &hook.id, hook.workspace_id).await?);
+            }
+        }
+        Ok(secrets)
+    }
+}
