@@ -148,6 +148,8 @@ class Stack:
             "AWS_ENDPOINT_URL_S3": self.dynamodb, "FRAMES_BUCKET": f"frames-{tag}",
             # and SQS: S3 announces pending objects on a queue (devstack.queues).
             "AWS_ENDPOINT_URL_SQS": self.dynamodb,
+            # and KMS: it seals webhook secrets.
+            "AWS_ENDPOINT_URL_KMS": self.dynamodb,
             "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
             "CALLS_TABLE": f"calls-{tag}", "DIRECTORY_TABLE": f"directory-{tag}",
             "CURSOR_SECRET": self.env.get("CURSOR_SECRET") or os.urandom(32).hex(),

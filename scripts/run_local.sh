@@ -17,6 +17,8 @@ export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:${DYNAMODB_PORT}"
 export AWS_ENDPOINT_URL_S3="http://127.0.0.1:${DYNAMODB_PORT}" FRAMES_BUCKET=${FRAMES_BUCKET:-frames}
 # and SQS: S3 announces each pending call on a queue that commit-pending consumes.
 export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:${DYNAMODB_PORT}"
+# and KMS: the key that seals webhook secrets (callctl tables create makes it).
+export AWS_ENDPOINT_URL_KMS="http://127.0.0.1:${DYNAMODB_PORT}"
 export AWS_REGION=${AWS_REGION:-us-east-1}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
 export CALLS_TABLE=${CALLS_TABLE:-calls} DIRECTORY_TABLE=${DIRECTORY_TABLE:-directory}

@@ -1,5 +1,5 @@
 //! `callctl`: the operator's command line for call-ingest. It sets up the tables, workspaces,
-//! agents, API keys and sessions, and reads stored calls back.
+//! agents, API keys, sessions and webhook hooks, and reads stored calls back.
 //!
 //! It reads the same environment as the functions (`CALLS_TABLE`, `DIRECTORY_TABLE`,
 //! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION`, ...). Output is text for people, or exactly one
@@ -17,7 +17,7 @@ use call_ingest_store::config::{self, Config};
 use call_ingest_store::Backend;
 use clap::{Parser, Subcommand};
 
-use commands::{agent, call, key, session, tables, workspace};
+use commands::{agent, call, key, session, tables, webhook, workspace};
 use output::Output;
 
 /// Operator CLI for call-ingest.
@@ -51,6 +51,9 @@ enum Noun {
     /// Stored calls.
     #[command(subcommand)]
     Call(call::Command),
+    /// Webhook hooks: where Vapi, Retell or ElevenLabs post their calls.
+    #[command(subcommand)]
+    Webhook(webhook::Command),
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -74,7 +77,7 @@ async fn main() -> ExitCode {
 /// DynamoDB and S3 clients through aws-config's whole provider chain (environment,
 /// profiles, SSO, ...), as an operator's machine needs, with the functions' HTTP client,
 /// timeouts and retries. A local S3 (an endpoint URL set) is addressed path-style.
-async fn clients() -> (aws_sdk_dynamodb::Client, aws_sdk_s3::Client) {
+async fn clients() -> (aws_sdk_dynamodb::Client, aws_sdk_s3::Client, aws_sdk_kms::Client) {
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(config::http_client())
         .timeout_config(config::timeouts())
@@ -83,13 +86,13 @@ async fn clients() -> (aws_sdk_dynamodb::Client, aws_sdk_s3::Client) {
         .await;
     let local = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].iter().any(|v| std::env::var_os(v).is_some());
     let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(local).build();
-    (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_s3::Client::from_conf(s3))
+    (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_s3::Client::from_conf(s3), aws_sdk_kms::Client::new(&sdk))
 }
 
 async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let (dynamodb, s3) = clients().await;
-    let backend = Backend::new(config, dynamodb, s3);
+    let (dynamodb, s3, kms) = clients().await;
+    let backend = Backend::new(config, dynamodb, s3).with_kms(kms);
     // Without a region the SDK fails every request with a long construction error; say
     // what is missing instead.
     if backend.store().client().config().region().is_none() {
@@ -102,6 +105,7 @@ async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
         Noun::Key(c) => c.run(&backend, out).await,
         Noun::Session(c) => c.run(&backend, out).await,
         Noun::Call(c) => c.run(&backend, out).await,
+        Noun::Webhook(c) => c.run(&backend, out).await,
     }
 }
 

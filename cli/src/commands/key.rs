@@ -169,7 +169,7 @@ pub fn public_id_only(id: &str) -> anyhow::Result<&str> {
 }
 
 /// Reads a token from `path` (`-`: standard input), surrounding white space removed.
-fn read_token(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn read_token(path: &Path) -> anyhow::Result<String> {
     let text = if path == Path::new("-") {
         std::io::read_to_string(std::io::stdin()).context("cannot read the token from standard input")?
     } else {

@@ -6,4 +6,5 @@ pub mod call;
 pub mod key;
 pub mod session;
 pub mod tables;
+pub mod webhook;
 pub mod workspace;

@@ -36,15 +36,28 @@ impl Command {
                     Ok(false) => "exists",
                     Err(e) => return Err(e).with_context(|| format!("cannot create bucket {bucket}")),
                 };
+                // The key that seals webhook secrets: the template makes it in AWS; a local
+                // stack (a KMS endpoint set) gets one here.
+                let local = ["AWS_ENDPOINT_URL_KMS", "AWS_ENDPOINT_URL"].iter().any(|v| std::env::var_os(v).is_some());
+                let key = match (local, backend.sealer()) {
+                    (true, Some(sealer)) => match sealer.create_key().await {
+                        Ok(true) => "created",
+                        Ok(false) => "exists",
+                        Err(e) => return Err(e).context("cannot create the KMS key of webhook secrets"),
+                    },
+                    _ => "the template's",
+                };
                 let value = json!({
+                    "hook_key": {"key": backend.config.hook_key_id, "status": key},
                     "calls": {"table": backend.config.calls_table, "status": calls},
                     "directory": {"table": backend.config.directory_table, "status": directory},
                     "frames": {"bucket": bucket, "status": frames},
                 });
                 out.show(&value, || {
                     format!(
-                        "calls table {}: {calls}\ndirectory table {}: {directory}\nframes bucket {bucket}: {frames}\n",
-                        backend.config.calls_table, backend.config.directory_table
+                        "calls table {}: {calls}\ndirectory table {}: {directory}\nframes bucket {bucket}: {frames}\n\
+                         webhook key {}: {key}\n",
+                        backend.config.calls_table, backend.config.directory_table, backend.config.hook_key_id
                     )
                 })?;
                 Ok(())

@@ -153,13 +153,18 @@ fn mac(key: &[u8]) -> Hmac<Sha256> {
     <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC keys have no length limit"))
 }
 
-/// Bytes of a hex SHA-256 digest (64 digits, either case).
+/// Bytes of a hex SHA-256 digest: 64 lower-case digits, as every provider sends it (the
+/// references compare the lower-case text, so an upper-case digest is refused).
 fn unhex(text: &str) -> Option<Vec<u8>> {
     let text = text.as_bytes();
     if text.len() != 64 {
         return None;
     }
-    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
     text.chunks_exact(2).map(|p| Some(digit(p[0])? << 4 | digit(p[1])?)).collect()
 }
 

@@ -27,6 +27,11 @@ impl Store {
             }
         }
         add_committed(&mut head, tokens(old));
+        if sub.outranks(old) {
+            // A later stage of the provider's events replaces an earlier one: a replay of
+            // the earlier one, from now on outranked, finds its content kept.
+            add_committed(&mut head, get_s(old, "digest").map(Submission::late_mark_of));
+        }
         let kept = as_revision(old.clone(), revision);
         let put = self.replacing(head, old, id, revision)?;
         let bytes = sub.bytes + item_size(&kept);

@@ -122,14 +122,22 @@ impl Submission {
 
     /// What a head records of a submission kept as a revision below it: its content.
     pub fn late_mark(&self) -> String {
-        format!("late:{}", self.digest)
+        Submission::late_mark_of(&self.digest)
+    }
+
+    pub fn late_mark_of(digest: &str) -> String {
+        format!("late:{digest}")
+    }
+
+    /// Whether this submission is a later stage of the provider's events than `head`.
+    pub fn outranks(&self, head: &Item) -> bool {
+        stage(&self.attributes) > stage(head)
     }
 
     /// Whether `head` holds a later stage of the provider's events of this call than this
     /// submission (Retell's `call_analyzed` against a late `call_ended`): then this one is
     /// kept as a revision and the head's content stays current.
     pub fn outranked_by(&self, head: &Item) -> bool {
-        let stage = |i: &Item| get_u64(i, STAGE).unwrap_or(0);
         stage(head) > stage(&self.attributes)
     }
 
@@ -166,6 +174,10 @@ impl Submission {
 
 /// On a head or revision from a provider's webhook: its event's stage (`Mapped::stage`).
 const STAGE: &str = "stage";
+
+fn stage(item: &Item) -> u64 {
+    get_u64(item, STAGE).unwrap_or(0)
+}
 
 /// The tokens of the pending submissions committed into the call of `head`.
 pub(super) fn tokens(head: &Item) -> Vec<String> {
