@@ -95,7 +95,7 @@ fn functions_have_least_privilege_iam() {
     assert!(!text.contains("CrudPolicy"), "no *CrudPolicy");
     assert!(!text.contains("dynamodb:*"), "no wildcard actions");
     let t = template();
-    let senders = ["CreateCallFunction", "SendCallDataFunction"];
+    let senders = ["CreateCallFunction", "SendCallDataFunction", "ProviderWebhookFunction"];
     let readers = ["GetCallFunction", "ListCallsFunction", "CallRevisionsFunction", "GetCallRawFunction"];
     let functions: Vec<&str> = senders.iter().chain(&readers).copied().chain(["EraseCallFunction"]).collect();
     let declared: Vec<&String> = t["Resources"]
