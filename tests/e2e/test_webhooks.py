@@ -211,3 +211,33 @@ def test_we_accept_what_the_providers_reference_verifier_accepts_and_refuse_what
     ahead = signed(provider, secret, body, at_ms=int(time.time() * 1000) + 10 * 60 * 1000)
     assert reference_accepts(provider, secret, body, ahead) is (provider == "elevenlabs")
     assert post(url, body, ahead).status == 401
+
+
+def test_a_webhook_call_storage_cannot_take_in_time_is_accepted_and_committed(stack):
+    """The durable path, as for Create Call: DynamoDB refusing the call's writes makes it
+    pending in S3 and `accepted` (200: the provider does not retry), then commit-pending
+    maps the raw payload again and stores it."""
+    url, secret, _ = hook(stack, "retell", "key_retell_durable")
+    call_id = "retell-durable-1"
+    body = fixture("retell_call_analyzed", call_7f3a9c2e1b=call_id)
+    stack.faults.add({"op": "PutItem", "fault": "throttle", "times": 1000, "table": stack.calls_table})
+    answer = post(url, body, signed("retell", secret, body))
+    stack.faults.clear()
+    assert answer.status == 200 and answer.body["status"] == "accepted", answer
+    deadline = time.time() + 60
+    while (got := read(stack, call_id)).status != 200 and time.time() < deadline:
+        time.sleep(0.5)
+    assert got.status == 200, got
+    assert got.body["document"]["operation"] == "provider_webhook"
+    assert got.body["document"]["call"]["call_analysis"]["call_summary"]
+
+
+def test_a_payload_expanding_past_8_mib_is_413_and_stores_nothing(stack):
+    import gzip
+    url, secret, _ = hook(stack, "vapi")
+    body = fixture("vapi_voicemail", **{"vapi-call-voicemail-1": "vapi-too-large"})
+    padded = body[:-1] + b',"pad":"' + b" " * (9 << 20) + b'"}'
+    packed = gzip.compress(padded)
+    answer = post(url, packed, {"x-vapi-secret": secret, "Content-Encoding": "gzip"})
+    assert answer.status == 413, answer
+    assert read(stack, "vapi-too-large").status == 404

@@ -5,10 +5,35 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::api::CreateCall;
-use crate::providers::Provider;
 
 /// Version of the stored document's shape; bump it when the shape changes.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// A provider whose webhooks we take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    Vapi,
+    Retell,
+    ElevenLabs,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 3] = [Provider::Vapi, Provider::Retell, Provider::ElevenLabs];
+
+    /// Its name in paths, documents and `callctl`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Vapi => "vapi",
+            Provider::Retell => "retell",
+            Provider::ElevenLabs => "elevenlabs",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Provider> {
+        Provider::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
 
 /// Which operation a call came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@
 pub mod document;
 pub mod pipeline;
 
-pub use document::{hex, CallDocument, Operation, Summary, SCHEMA_VERSION};
+pub use document::{hex, CallDocument, Operation, Provider, Summary, SCHEMA_VERSION};
 pub use pipeline::{
     accept_create_call, accept_relaxed, accept_send_call_data, ingest, parse_create_call, parse_send_call_data,
     Rejection,

@@ -93,7 +93,12 @@ pub fn ingest(operation: Operation, body: &[u8]) -> Result<CallDocument, Rejecti
     match operation {
         Operation::CreateCall => accept_create_call(parse_create_call(body)?).map_err(Rejection::Invalid),
         Operation::SendCallData => accept_send_call_data(parse_send_call_data(body)?).map_err(Rejection::Invalid),
-        Operation::ProviderWebhook(provider) => crate::providers::ingest(provider, body),
+        // Mapped first: `providers::ingest_any` reads every operation.
+        Operation::ProviderWebhook(provider) => Err(Rejection::Invalid(vec![Violation::new(
+            "/",
+            Code::OneOf,
+            format!("a {} webhook is read by providers::ingest", provider.as_str()),
+        )])),
     }
 }
 

@@ -12,37 +12,11 @@ pub mod vapi;
 
 mod fields;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::api::{BodyError, Code, Violation};
-use crate::call::{accept_relaxed, parse_create_call, CallDocument, Operation, Rejection};
-
-/// A provider whose webhooks we take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    Vapi,
-    Retell,
-    ElevenLabs,
-}
-
-impl Provider {
-    pub const ALL: [Provider; 3] = [Provider::Vapi, Provider::Retell, Provider::ElevenLabs];
-
-    /// Its name in paths, documents and `callctl`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Vapi => "vapi",
-            Provider::Retell => "retell",
-            Provider::ElevenLabs => "elevenlabs",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Provider> {
-        Provider::ALL.into_iter().find(|p| p.as_str() == name)
-    }
-}
+pub use crate::call::Provider;
+use crate::call::{self, accept_relaxed, parse_create_call, CallDocument, Operation, Rejection};
 
 /// What a webhook's body is.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +63,15 @@ pub fn accept(provider: Provider, mapped: &Mapped) -> Result<CallDocument, Rejec
     doc.operation = Operation::ProviderWebhook(provider);
     doc.stage = mapped.stage;
     Ok(doc)
+}
+
+/// Bytes to document for any `operation`: the operations' pipeline ([`call::ingest`]), or
+/// a provider's webhook mapped first.
+pub fn ingest_any(operation: Operation, body: &[u8]) -> Result<CallDocument, Rejection> {
+    match operation {
+        Operation::ProviderWebhook(provider) => ingest(provider, body),
+        operation => call::ingest(operation, body),
+    }
 }
 
 /// Body to document, as [`crate::call::ingest`] does for the operations.

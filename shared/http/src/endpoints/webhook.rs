@@ -22,6 +22,12 @@ use call_ingest_store::directory::hooks::Hook;
 use call_ingest_store::directory::limits::{Admission, Budget};
 use call_ingest_store::directory::{AgentRef, Lookup};
 
+/// Most bytes a provider's payload may expand to: it is read whole into a JSON tree before
+/// mapping (up to about 16 times its size for the densest JSON), which must stay well
+/// inside the function's memory. Providers send far less (Vapi's reports are 20–90 KB, a
+/// long Retell call with word timings a few MB).
+const MAX_PAYLOAD_BYTES: usize = 8 << 20;
+
 /// The answer to an event that is not a call.
 #[derive(Serialize)]
 struct Ignored<'a> {
@@ -65,7 +71,8 @@ pub(crate) async fn answer(
         Admission::Over => Pace::Later,
         Admission::Limited { retry_after_secs } => return Err(problems::too_many_requests(retry_after_secs)),
     };
-    let body = checked?.decode(request.body().as_ref(), backend.config.max_decompressed_bytes)?;
+    let cap = backend.config.max_decompressed_bytes.min(MAX_PAYLOAD_BYTES);
+    let body = checked?.decode(request.body().as_ref(), cap)?;
     let mapped = match providers::read(provider, &body)? {
         Event::Call(mapped) => mapped,
         Event::Ignored(kind) => {

@@ -19,7 +19,8 @@ use aws_sdk_s3::primitives::ByteStream;
 use sha2::{Digest, Sha256};
 
 use super::{random_hex, Owner, Store, StoreError, Stored};
-use call_ingest_core::call::{hex, ingest, Operation};
+use call_ingest_core::call::{hex, Operation};
+use call_ingest_core::providers::ingest_any;
 
 /// Where pending submissions live in the frames' bucket.
 pub const PREFIX: &str = "pending/";
@@ -127,7 +128,7 @@ impl Store {
         let Some((workspace_id, agent_id, operation, call_id, received)) = identity(key, &metadata) else {
             return self.set_aside(key).await;
         };
-        let Ok(doc) = ingest(operation, &raw) else {
+        let Ok(doc) = ingest_any(operation, &raw) else {
             return self.set_aside(key).await;
         };
         if doc.call_id() != call_id {
