@@ -71,7 +71,7 @@ pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
     r.maybe("call_cost", number(call, &[&["call_cost", "combined_cost"]]));
     let mut meta = Record::default();
     for key in ["direction", "from_number", "to_number", "agent_name", "public_log_url", "transfer_destination"] {
-        meta.maybe(key, text(call, &[&[key]]).map(|v| format!("{v}")));
+        meta.maybe(key, text(call, &[&[key]]));
     }
     meta.maybe("twilio_call_sid", text(call, &[&["telephony_identifier", "twilio_call_sid"]]));
     if let Some(own) = object(call, &[&["metadata"]]) {

@@ -118,7 +118,7 @@ fn elevenlabs<'h>(
 ) -> Result<(), Refused> {
     let value = header("elevenlabs-signature").ok_or(Refused::Missing("ElevenLabs-Signature"))?;
     // As the reference: parts split on ",", untrimmed; the last `t=` and `v0=` count.
-    let last = |prefix: &str| value.split(',').filter_map(|p| p.strip_prefix(prefix)).last();
+    let last = |prefix: &str| value.split(',').filter_map(|p| p.strip_prefix(prefix)).next_back();
     let stamp = last("t=").ok_or(Refused::Malformed("ElevenLabs-Signature has no t=<seconds>"))?;
     let digest = last("v0=").ok_or(Refused::Malformed("ElevenLabs-Signature has no v0=<hex>"))?;
     let secs: i64 = stamp.parse().map_err(|_| Refused::Malformed("t= is not epoch seconds"))?;

@@ -23,11 +23,14 @@ const OPENED_TTL: Duration = Duration::from_secs(300);
 const MAX_OPENED: usize = 1000;
 const NONCE_BYTES: usize = 12;
 
+/// Secrets opened on this instance, by their sealed bytes: when each was opened, and it.
+type Opened = HashMap<Vec<u8>, (Instant, Vec<u8>)>;
+
 /// A KMS key to seal with, and a client of it.
 pub struct Sealer {
     client: aws_sdk_kms::Client,
     key_id: String,
-    opened: Mutex<HashMap<Vec<u8>, (Instant, Vec<u8>)>>,
+    opened: Mutex<Opened>,
 }
 
 impl std::fmt::Debug for Sealer {
