@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::config::Credentials;
 
 use crate::directory::limits::MAX_LIMIT;
 
@@ -154,6 +154,24 @@ pub fn retries() -> RetryConfig {
         .with_max_backoff(Duration::from_secs(1))
 }
 
+/// A config builder of SDK `$sdk` with our HTTP client, timeouts and retries, `region` and
+/// `credentials`, for `endpoint` (a local server) when given, else AWS's.
+macro_rules! builder_for {
+    ($sdk:ident, $endpoint:expr, $region:expr, $credentials:expr) => {{
+        let builder = $sdk::Config::builder()
+            .behavior_version($sdk::config::BehaviorVersion::latest())
+            .region($sdk::config::Region::new($region.to_owned()))
+            .credentials_provider($credentials)
+            .http_client(http_client())
+            .timeout_config(timeouts())
+            .retry_config(retries());
+        match $endpoint {
+            Some(endpoint) => builder.endpoint_url(endpoint),
+            None => builder,
+        }
+    }};
+}
+
 /// A DynamoDB client for `endpoint` (a local server) or AWS's, with our HTTP client,
 /// timeouts and retries.
 pub fn dynamodb_client_with(
@@ -161,48 +179,19 @@ pub fn dynamodb_client_with(
     region: &str,
     credentials: Credentials,
 ) -> aws_sdk_dynamodb::Client {
-    let mut builder = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(region.to_owned()))
-        .credentials_provider(credentials)
-        .http_client(http_client())
-        .timeout_config(timeouts())
-        .retry_config(retries());
-    if let Some(endpoint) = endpoint {
-        builder = builder.endpoint_url(endpoint);
-    }
-    aws_sdk_dynamodb::Client::from_conf(builder.build())
+    aws_sdk_dynamodb::Client::from_conf(builder_for!(aws_sdk_dynamodb, endpoint, region, credentials).build())
 }
 
 /// A KMS client for `endpoint` (the local server) or AWS's, with the same HTTP client,
 /// timeouts and retries.
 pub fn kms_client_with(endpoint: Option<&str>, region: &str, credentials: Credentials) -> aws_sdk_kms::Client {
-    let mut builder = aws_sdk_kms::Config::builder()
-        .behavior_version(aws_sdk_kms::config::BehaviorVersion::latest())
-        .region(aws_sdk_kms::config::Region::new(region.to_owned()))
-        .credentials_provider(credentials)
-        .http_client(http_client())
-        .timeout_config(timeouts())
-        .retry_config(retries());
-    if let Some(endpoint) = endpoint {
-        builder = builder.endpoint_url(endpoint);
-    }
-    aws_sdk_kms::Client::from_conf(builder.build())
+    aws_sdk_kms::Client::from_conf(builder_for!(aws_sdk_kms, endpoint, region, credentials).build())
 }
 
 /// An S3 client for `endpoint` (a local server, addressed path-style: `<bucket>.127.0.0.1`
 /// does not resolve) or AWS's, with the same HTTP client, timeouts and retries as DynamoDB's.
 pub fn s3_client_with(endpoint: Option<&str>, region: &str, credentials: Credentials) -> aws_sdk_s3::Client {
-    let mut builder = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new(region.to_owned()))
-        .credentials_provider(credentials)
-        .http_client(http_client())
-        .timeout_config(timeouts())
-        .retry_config(retries());
-    if let Some(endpoint) = endpoint {
-        builder = builder.endpoint_url(endpoint).force_path_style(true);
-    }
+    let builder = builder_for!(aws_sdk_s3, endpoint, region, credentials).force_path_style(endpoint.is_some());
     aws_sdk_s3::Client::from_conf(builder.build())
 }
 

@@ -384,7 +384,7 @@ impl Directory {
             .collect())
     }
 
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
+    pub(super) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<(), StoreError> {
         self.client
             .transact_write_items()
             .set_transact_items(Some(items))

@@ -125,12 +125,7 @@ impl Directory {
             crate::calls::item::put_new(&self.table, hook.clone())?,
             crate::calls::item::put_new(&self.table, listing)?,
         ];
-        self.client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
+        self.transact(items).await?;
         Hook::from_item(&hook).ok_or_else(|| StoreError::Internal("hook item".into()).into())
     }
 
@@ -156,26 +151,13 @@ impl Directory {
     /// Revokes hook `id`: from now on it takes nothing (401).
     pub async fn revoke_hook(&self, id: &str) -> Result<Hook, AdminError> {
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(hook_pk(id)))
-            .key("sk", s(HOOK_SK))
+            .update_hook(id)
             .update_expression("SET revoked_at = if_not_exists(revoked_at, :now)")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":now", n(now_ms()))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                out.attributes.as_ref().and_then(Hook::from_item).ok_or_else(|| AdminError::NoHook(id.to_owned()))
-            }
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Err(AdminError::NoHook(id.to_owned()))
-            }
-            Err(e) => Err(StoreError::from_sdk(e).into()),
-        }
+        updated(result, id, || AdminError::NoHook(id.to_owned()))
     }
 
     /// Gives hook `id` a new secret; the one it had is accepted for 24 hours more.
@@ -187,29 +169,28 @@ impl Directory {
         }
         let sealed = sealer.seal(secret, id, hook.workspace_id).await?;
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(hook_pk(id)))
-            .key("sk", s(HOOK_SK))
+            .update_hook(id)
             .update_expression("SET sealed = :new, previous = :old, previous_until = :until")
             // The secret it had when read: two rotations at once do not both keep it.
             .condition_expression("sealed = :old AND attribute_not_exists(revoked_at)")
             .expression_attribute_values(":new", AttributeValue::B(Blob::new(sealed)))
             .expression_attribute_values(":old", AttributeValue::B(Blob::new(hook.sealed.clone())))
             .expression_attribute_values(":until", n(now_ms() + ROTATION_OVERLAP_MS))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                out.attributes.as_ref().and_then(Hook::from_item).ok_or_else(|| AdminError::NoHook(id.to_owned()))
-            }
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Err(AdminError::Invalid(format!("hook {id} changed meanwhile (rotated or revoked); try again")))
-            }
-            Err(e) => Err(StoreError::from_sdk(e).into()),
-        }
+        updated(result, id, || {
+            AdminError::Invalid(format!("hook {id} changed meanwhile (rotated or revoked); try again"))
+        })
+    }
+
+    /// An UpdateItem of hook `id` that answers the hook as it left it.
+    fn update_hook(&self, id: &str) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(hook_pk(id)))
+            .key("sk", s(HOOK_SK))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
     }
 
     /// The secrets hook `hook` accepts at `now` (epoch ms): its own, and during a rotation's
@@ -222,5 +203,24 @@ impl Directory {
             }
         }
         Ok(secrets)
+    }
+}
+
+/// The hook an UpdateItem (`ALL_NEW`) left, or `refused` when its condition failed.
+fn updated(
+    result: Result<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
+        aws_sdk_dynamodb::error::SdkError<
+            aws_sdk_dynamodb::operation::update_item::UpdateItemError,
+            aws_sdk_dynamodb::config::http::HttpResponse,
+        >,
+    >,
+    id: &str,
+    refused: impl FnOnce() -> AdminError,
+) -> Result<Hook, AdminError> {
+    match result {
+        Ok(out) => out.attributes.as_ref().and_then(Hook::from_item).ok_or_else(|| AdminError::NoHook(id.to_owned())),
+        Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(refused()),
+        Err(e) => Err(StoreError::from_sdk(e).into()),
     }
 }
