@@ -241,3 +241,38 @@ def test_a_payload_expanding_past_8_mib_is_413_and_stores_nothing(stack):
     answer = post(url, packed, {"x-vapi-secret": secret, "Content-Encoding": "gzip"})
     assert answer.status == 413, answer
     assert read(stack, "vapi-too-large").status == 404
+
+
+def test_a_pending_analysis_still_becomes_current_after_a_later_call_ended(stack):
+    """call_analyzed made pending (DynamoDB refusing), then call_ended stored directly: when
+    the pending analysis commits, its later stage wins over the received times."""
+    url, secret, _ = hook(stack, "retell", "key_retell_pending_order")
+    call_id = "retell-pending-order"
+    analyzed = fixture("retell_call_analyzed", call_7f3a9c2e1b=call_id)
+    stack.faults.add({"op": "PutItem", "fault": "throttle", "times": 1000, "table": stack.calls_table})
+    assert post(url, analyzed, signed("retell", secret, analyzed)).body["status"] == "accepted"
+    stack.faults.clear()
+    ended = fixture("retell_call_ended", call_7f3a9c2e1b=call_id)
+    assert post(url, ended, signed("retell", secret, ended)).body["status"] in ("stored", "revised")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        got = read(stack, call_id)
+        if got.status == 200 and got.body["document"]["call"].get("call_analysis"):
+            break
+        time.sleep(0.5)
+    assert got.body["document"]["call"]["call_analysis"]["call_summary"], got.body["document"]["call"]
+
+
+def test_an_operation_after_a_webhook_takes_its_usual_place(stack):
+    """Stages compare between one provider's events only: a Create Call of the same call id
+    after Retell's analysis becomes the current content, as any revision does."""
+    url, secret, _ = hook(stack, "retell", "key_retell_then_b")
+    call_id = "retell-then-b"
+    body = fixture("retell_call_analyzed", call_7f3a9c2e1b=call_id)
+    assert post(url, body, signed("retell", secret, body)).body["status"] == "stored"
+    b = json.dumps({"call_id": call_id, "call_type": "phone_call", "start_timestamp": 1732000000000,
+                    "end_timestamp": 1732000042500, "recording_url": "https://recordings.example/b.wav",
+                    "transcript_with_tool_calls": [{"role": "agent", "text": "Hi", "start_ms": 0, "end_ms": 500}]}).encode()
+    assert stack.post_create_call(b).status == 200
+    got = read(stack, call_id)
+    assert got.body["operation"] == "create_call" and got.body["revision"] == 2, got.body

@@ -59,6 +59,10 @@ pub struct Layout {
 impl Layout {
     pub const CREATE_CALL: Layout = Layout { segments: "transcript_with_tool_calls", words: true };
     pub const SEND_CALL_DATA: Layout = Layout { segments: "transcript", words: false };
+    /// A provider's webhook payload, before it is mapped: no list is B's segments (no root
+    /// member is named ""), so the limits on values, keys and nesting apply, which bound the
+    /// JSON tree the mapping reads.
+    pub const PROVIDER_PAYLOAD: Layout = Layout { segments: "", words: false };
 }
 
 /// What a container is to the limits.

@@ -9,9 +9,11 @@
 //! `call_initiation_failure` (a call that never connected: no times, no transcript) and
 //! `post_call_audio` are not calls: answered 200, nothing stored.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Map, Value};
 
-use super::fields::{array, clip, ms_of_seconds, number, object, text, tool_value, Record};
+use super::fields::{self, array, clip, ms_of_seconds, number, object, text, tool_value, Record};
 use super::{Event, Mapped};
 use crate::call::Rejection;
 
@@ -77,17 +79,23 @@ pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
         raw.maybe(key, data.get("metadata").and_then(|m| m.get(key)).cloned());
     }
     r.set("general_meta_data_raw", json!({ "elevenlabs": raw.0 }));
-    r.set("transcript_with_tool_calls", timeline(data));
+    r.set("transcript_with_tool_calls", timeline(data)?);
     let agent = text(data, &[&["agent_id"]]).map(str::to_owned);
     Ok(Event::Call(Mapped { record: r.0, agent, stage: 0 }))
 }
 
 /// The turns, their tool calls and results, node changes; each turn's metrics.
-fn timeline(data: &Value) -> Value {
+fn timeline(data: &Value) -> Result<Value, Rejection> {
+    const AT: &str = "/data/transcript";
     let mut segments: Vec<Value> = Vec::new();
-    let mut calls: Vec<(String, usize)> = Vec::new();
+    let mut calls: HashMap<String, usize> = HashMap::new();
     let mut node: Option<String> = None;
-    for turn in array(data, &["transcript"]) {
+    for turn in fields::bounded(array(data, &["transcript"]), AT)? {
+        // A turn's tool calls and results add segments: the total is bounded as it grows.
+        let adds = array(turn, &["tool_calls"]).len() + array(turn, &["tool_results"]).len() + 2;
+        if segments.len() + adds > fields::MAX_ITEMS {
+            return Err(fields::too_many(AT));
+        }
         let at = number(turn, &[&["time_in_call_secs"]]).and_then(ms_of_seconds);
         if let Some(now) = text(turn, &[&["agent_metadata", "workflow_node_id"]]) {
             if let Some(before) = node.as_deref().filter(|b| *b != now) {
@@ -109,7 +117,7 @@ fn timeline(data: &Value) -> Value {
             if let Some(t) = at {
                 segment["start_ms"] = t.into();
             }
-            calls.push((id.to_owned(), segments.len()));
+            calls.entry(id.to_owned()).or_insert(segments.len());
             segments.push(segment);
         }
         for result in array(turn, &["tool_results"]) {
@@ -117,7 +125,7 @@ fn timeline(data: &Value) -> Value {
             let value = result.get("result_value").map(tool_value).unwrap_or(Value::Null);
             let failed = result.get("is_error").and_then(Value::as_bool);
             let took = number(result, &[&["tool_latency_secs"]]).and_then(ms_of_seconds);
-            let called = calls.iter().find(|(c, _)| c == id).map(|(_, i)| *i);
+            let called = calls.get(id).copied();
             let begun = called.and_then(|i| segments[i]["tool"]["start_ms"].as_i64()).or(at);
             let ended = begun.zip(took).map(|(b, d)| b + d);
             if let Some(i) = called {
@@ -163,5 +171,5 @@ fn timeline(data: &Value) -> Value {
         }
         segments.push(Value::Object(segment.0));
     }
-    Value::Array(segments)
+    Ok(Value::Array(segments))
 }

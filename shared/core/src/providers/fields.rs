@@ -3,7 +3,32 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::api::counts::MAX_SEGMENTS;
+use crate::api::{Code, Violation};
+use crate::call::Rejection;
 use crate::normalize::timestamps::rfc3339_millis;
+
+/// Most items a payload's list may hold, and most segments a mapping makes: B's limit on
+/// segments. Checked while mapping, before anything grows past it (a 3-byte `{}` may become
+/// a segment of a kilobyte).
+pub const MAX_ITEMS: usize = MAX_SEGMENTS;
+
+/// 422 `limit` at `pointer`: more than [`MAX_ITEMS`] items.
+pub fn too_many(pointer: &str) -> Rejection {
+    Rejection::OverLimit(Violation::new(pointer, Code::Limit, format!("more than {MAX_ITEMS} items")))
+}
+
+/// `list`, unless it holds more than [`MAX_ITEMS`] items.
+pub fn bounded<'v>(list: &'v [Value], pointer: &str) -> Result<&'v [Value], Rejection> {
+    match list.len() > MAX_ITEMS {
+        true => Err(too_many(pointer)),
+        false => Ok(list),
+    }
+}
+
+/// Largest epoch or duration in ms a mapping takes (2^53 - 1, as B's rules): above it the
+/// value is as good as missing, and sums of two never overflow.
+const MAX_MS: f64 = 9_007_199_254_740_991.0;
 
 /// The value at `path` (object keys) under `value`.
 pub fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
@@ -33,10 +58,11 @@ pub fn array<'v>(value: &'v Value, path: &[&str]) -> &'v [Value] {
 /// Epoch ms of an RFC 3339 time, or of an epoch number (seconds below 10^11).
 pub fn epoch_ms(value: Option<&Value>) -> Option<i64> {
     match value? {
-        Value::String(s) => rfc3339_millis(s),
+        Value::String(s) => rfc3339_millis(s).filter(|ms| (0.0..=MAX_MS).contains(&(*ms as f64))),
         Value::Number(n) => {
             let n = n.as_f64().filter(|n| n.is_finite() && *n >= 0.0)?;
-            Some(if n < 1e11 { (n * 1000.0).round() as i64 } else { n.round() as i64 })
+            let ms = if n < 1e11 { n * 1000.0 } else { n };
+            (ms <= MAX_MS).then(|| ms.round() as i64)
         }
         _ => None,
     }
@@ -44,12 +70,12 @@ pub fn epoch_ms(value: Option<&Value>) -> Option<i64> {
 
 /// Milliseconds, rounded up (as the contract rounds), never negative, from `seconds`.
 pub fn ms_of_seconds(seconds: f64) -> Option<i64> {
-    (seconds.is_finite() && seconds < 9e12).then(|| (seconds * 1000.0).ceil().max(0.0) as i64)
+    ms(seconds * 1000.0)
 }
 
 /// Milliseconds rounded up, never negative.
 pub fn ms(millis: f64) -> Option<i64> {
-    (millis.is_finite() && millis < 9e15).then(|| millis.ceil().max(0.0) as i64)
+    (millis.is_finite() && millis <= MAX_MS).then(|| millis.ceil().max(0.0) as i64)
 }
 
 /// `text`, at most `max` characters.

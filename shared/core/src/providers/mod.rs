@@ -43,6 +43,7 @@ pub struct Mapped {
 
 /// Reads a webhook body of `provider`: the event, mapped when it is a call.
 pub fn read(provider: Provider, body: &[u8]) -> Result<Event, Rejection> {
+    crate::api::counts::check(body, crate::api::counts::Layout::PROVIDER_PAYLOAD).map_err(Rejection::OverLimit)?;
     let value: Value = serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))?;
     let Value::Object(payload) = value else {
         return Err(Rejection::Unreadable(BodyError::NotObject));

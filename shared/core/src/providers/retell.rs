@@ -8,6 +8,8 @@
 //! The two events of one call become one call: `call_analyzed` is stage 2, `call_ended`
 //! stage 1, and a late `call_ended` never replaces the analysis (see `Mapped::stage`).
 
+use std::collections::HashMap;
+
 use serde_json::{json, Map, Value};
 
 use super::fields::{self, array, clip, ms_of_seconds, number, object, text, tool_value, Record};
@@ -83,19 +85,20 @@ pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
         raw.maybe(key, call.get(key).cloned());
     }
     r.set("general_meta_data_raw", json!({ "retell": raw.0 }));
-    r.set("transcript_with_tool_calls", timeline(call));
+    r.set("transcript_with_tool_calls", timeline(call)?);
     let agent = text(call, &[&["agent_id"]]).map(str::to_owned);
     Ok(Event::Call(Mapped { record: r.0, agent, stage }))
 }
 
 /// `transcript_with_tool_calls` (or `transcript_object`) in B's roles.
-fn timeline(call: &Value) -> Value {
+fn timeline(call: &Value) -> Result<Value, Rejection> {
     let rows = match array(call, &["transcript_with_tool_calls"]) {
         [] => array(call, &["transcript_object"]),
         rows => rows,
     };
+    let rows = fields::bounded(rows, "/call/transcript_with_tool_calls")?;
     let mut segments: Vec<Value> = Vec::new();
-    let mut calls: Vec<(String, usize)> = Vec::new();
+    let mut calls: HashMap<String, usize> = HashMap::new();
     for row in rows {
         let role = text(row, &[&["role"]]).unwrap_or_default();
         match role {
@@ -127,12 +130,12 @@ fn timeline(call: &Value) -> Value {
                 tool.maybe("name", text(row, &[&["name"]])).set("request_id", id);
                 tool.set("params", row.get("arguments").map(tool_value).unwrap_or(Value::Null));
                 tool.maybe("type", text(row, &[&["type"]]));
-                calls.push((id.to_owned(), segments.len()));
+                calls.entry(id.to_owned()).or_insert(segments.len());
                 segments.push(json!({ "role": "agent_function", "tool": tool.0 }));
             }
             "tool_call_result" => {
                 let id = text(row, &[&["tool_call_id"]]).unwrap_or_default();
-                let called = calls.iter().find(|(c, _)| c == id).map(|(_, i)| *i);
+                let called = calls.get(id).copied();
                 let result = row.get("content").map(tool_value).unwrap_or(Value::Null);
                 let failed = row.get("successful").and_then(Value::as_bool).map(|ok| !ok);
                 let name = called.and_then(|i| segments[i]["tool"]["name"].as_str().map(str::to_owned));
@@ -170,5 +173,5 @@ fn timeline(call: &Value) -> Value {
         },
         |k| asr.get(k).map(|v| ("stt_node_ttfb", *v)).into_iter().collect(),
     );
-    Value::Array(segments)
+    Ok(Value::Array(segments))
 }

@@ -8,6 +8,8 @@
 //! workflow nodes and transfers become node transitions. Vapi sends no sentiment, agent
 //! version, word timing for the agent, or tool error flag: those stay missing.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Map, Value};
 
 use super::fields::{self, array, at, clip, epoch_ms, ms, ms_of_seconds, number, object, text, tool_value, Record};
@@ -103,7 +105,7 @@ pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
     r.maybe("collected_dynamic_variables", variables(report));
     r.set("metadata", metadata(report, raw_type));
     r.set("general_meta_data_raw", json!({ "vapi": raw_meta(report) }));
-    r.set("transcript_with_tool_calls", timeline(report, start));
+    r.set("transcript_with_tool_calls", timeline(report, start)?);
 
     let agent =
         text(report, &[&["call", "assistantId"], &["assistant", "id"], &["call", "squadId"]]).map(str::to_owned);
@@ -206,7 +208,8 @@ fn metadata(report: &Value, raw_type: Option<&str>) -> Value {
 }
 
 /// Vapi's own figures with no place in the record, kept as sent (never the call's live
-/// control URLs, carrier tokens or SIP invite).
+/// control URLs, carrier tokens or SIP invite in the mapped record; the raw payload, kept
+/// byte for byte and readable with the read scope, has them all).
 fn raw_meta(report: &Value) -> Value {
     let mut raw = Record::default();
     for (key, path) in [
@@ -229,11 +232,13 @@ fn raw_meta(report: &Value) -> Value {
 
 /// The timeline: speech, tool events joined by id, latencies, interruptions and node
 /// transitions, in Vapi's order.
-fn timeline(report: &Value, start: i64) -> Value {
+fn timeline(report: &Value, start: i64) -> Result<Value, Rejection> {
+    const AT: &str = "/message/artifact/messages";
     let rows = match array(report, &["artifact", "messages"]) {
         [] => array(report, &["messages"]),
         rows => rows,
     };
+    let rows = fields::bounded(rows, AT)?;
     // Milliseconds from the call's start of a row.
     let offset = |row: &Value| {
         number(row, &[&["secondsFromStart"]])
@@ -242,7 +247,7 @@ fn timeline(report: &Value, start: i64) -> Value {
     };
     let mut segments: Vec<Value> = Vec::new();
     // Tool call id → index of its `agent_function` segment.
-    let mut calls: Vec<(String, usize)> = Vec::new();
+    let mut calls: HashMap<String, usize> = HashMap::new();
     for row in rows {
         let role = text(row, &[&["role"]]).unwrap_or_default();
         if let Some(ours) = speaker(role) {
@@ -270,13 +275,16 @@ fn timeline(report: &Value, start: i64) -> Value {
                 tool.set("request_id", id);
                 tool.set("params", at(call, &["function", "arguments"]).map(tool_value).unwrap_or(Value::Null));
                 tool.set("start_ms", t).set("end_ms", t);
-                calls.push((id.to_owned(), segments.len()));
+                if segments.len() >= fields::MAX_ITEMS {
+                    return Err(fields::too_many(AT));
+                }
+                calls.entry(id.to_owned()).or_insert(segments.len());
                 segments.push(json!({ "role": "agent_function", "start_ms": t, "end_ms": t, "tool": tool.0 }));
             }
         } else if role == "tool_call_result" {
             let t = offset(row).unwrap_or(0);
             let id = text(row, &[&["toolCallId"]]).unwrap_or_default();
-            let called = calls.iter().find(|(c, _)| c == id).map(|(_, i)| *i);
+            let called = calls.get(id).copied();
             let called_at = called.and_then(|i| segments[i]["tool"]["start_ms"].as_i64()).unwrap_or(t);
             let name = text(row, &[&["name"]])
                 .map(str::to_owned)
@@ -299,8 +307,8 @@ fn timeline(report: &Value, start: i64) -> Value {
     }
     latencies(&mut segments, array(report, &["artifact", "performanceMetrics", "turnLatencies"]));
     interruptions(&mut segments);
-    transitions(&mut segments, report);
-    Value::Array(segments)
+    let segments = transitions(segments, report)?;
+    Ok(Value::Array(segments))
 }
 
 /// `wordLevelConfidence` as words, in ms from the call's start (seconds in today's
@@ -346,24 +354,28 @@ fn latencies(segments: &mut [Value], turns: &[Value]) {
     );
 }
 
-/// An agent reply the caller spoke over (its next caller turn starts well before it ends).
+/// An agent reply the caller spoke over (its next caller turn starts well before it ends):
+/// one pass from the end, carrying the next caller turn's start.
 fn interruptions(segments: &mut [Value]) {
-    for i in 0..segments.len() {
-        if segments[i]["role"] != "agent" {
-            continue;
-        }
-        let end = segments[i]["end_ms"].as_i64().unwrap_or_default();
-        let next_user = segments[i + 1..].iter().find(|s| s["role"] == "user").and_then(|s| s["start_ms"].as_i64());
-        if next_user.is_some_and(|u| u + INTERRUPTED_MS < end) {
-            fields::segment_meta(&mut segments[i]).insert("interrupted".into(), true.into());
+    let mut next_user: Option<i64> = None;
+    for segment in segments.iter_mut().rev() {
+        match segment["role"].as_str() {
+            Some("user") => next_user = segment["start_ms"].as_i64(),
+            Some("agent") => {
+                let end = segment["end_ms"].as_i64().unwrap_or_default();
+                if next_user.is_some_and(|u| u.saturating_add(INTERRUPTED_MS) < end) {
+                    fields::segment_meta(segment).insert("interrupted".into(), true.into());
+                }
+            }
+            _ => {}
         }
     }
 }
 
 /// Workflow nodes, squad handoffs and transfers out as `node_transition` segments.
-fn transitions(segments: &mut Vec<Value>, report: &Value) {
+fn transitions(segments: Vec<Value>, report: &Value) -> Result<Vec<Value>, Rejection> {
     let mut found: Vec<(Option<i64>, Value)> = Vec::new();
-    let nodes = array(report, &["artifact", "nodes"]);
+    let nodes = fields::bounded(array(report, &["artifact", "nodes"]), "/message/artifact/nodes")?;
     for pair in nodes.windows(2) {
         let name = |n: &Value| text(n, &[&["nodeName"]]).unwrap_or("node").to_owned();
         let at_ms = array(&pair[1], &["messages"])
@@ -373,7 +385,10 @@ fn transitions(segments: &mut Vec<Value>, report: &Value) {
         found.push((at_ms, json!({ "from": name(&pair[0]), "to": name(&pair[1]), "reason": "workflow" })));
     }
     let named = |a: &Value| text(a, &[&["assistantName"], &["assistantId"]]).unwrap_or("assistant").to_owned();
-    let activations = array(report, &["artifact", "assistantActivations"]);
+    let activations = fields::bounded(
+        array(report, &["artifact", "assistantActivations"]),
+        "/message/artifact/assistantActivations",
+    )?;
     let handoffs: Vec<(i64, String)> = segments
         .iter()
         .filter(|s| s["role"] == "agent_function")
@@ -409,16 +424,29 @@ fn transitions(segments: &mut Vec<Value>, report: &Value) {
             json!({ "from": from, "to": to, "reason": "transfer" }),
         ));
     }
-    for (at_ms, node) in found {
-        let mut segment = json!({ "role": "node_transition", "node": node });
-        match at_ms {
-            Some(t) => {
-                segment["start_ms"] = t.into();
-                segment["end_ms"] = t.into();
-                let place = segments.iter().position(|s| s["start_ms"].as_i64().is_some_and(|s| s > t));
-                segments.insert(place.unwrap_or(segments.len()), segment);
-            }
-            None => segments.push(segment),
-        }
+    if segments.len() + found.len() > fields::MAX_ITEMS {
+        return Err(fields::too_many("/message/artifact"));
     }
+    // Each in place by its time (before the first segment that starts after it), in one
+    // merge; the untimed ones last.
+    found.sort_by_key(|(at_ms, _)| at_ms.unwrap_or(i64::MAX));
+    let transition = |at_ms: Option<i64>, node: Value| match at_ms {
+        Some(t) => json!({ "role": "node_transition", "node": node, "start_ms": t, "end_ms": t }),
+        None => json!({ "role": "node_transition", "node": node }),
+    };
+    let mut found = found.into_iter().peekable();
+    let mut merged = Vec::with_capacity(segments.len() + found.len());
+    for segment in segments {
+        let starts = segment["start_ms"].as_i64();
+        while let Some((Some(t), _)) = found.peek() {
+            if !starts.is_some_and(|s| s > *t) {
+                break;
+            }
+            let (at_ms, node) = found.next().unwrap_or_else(|| unreachable!("peeked"));
+            merged.push(transition(at_ms, node));
+        }
+        merged.push(segment);
+    }
+    merged.extend(found.map(|(at_ms, node)| transition(at_ms, node)));
+    Ok(merged)
 }

@@ -237,3 +237,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_payload_that_would_grow_past_the_segment_limit_is_refused_before_it_grows() {
+    let activations = vec!["{}"; 60_000].join(",");
+    let body = format!(
+        r#"{{"message":{{"type":"end-of-call-report","startedAt":"2026-01-01T00:00:00Z","call":{{"id":"c"}},"artifact":{{"assistantActivations":[{activations}]}}}}}}"#
+    );
+    assert!(matches!(
+        providers::ingest(Provider::Vapi, body.as_bytes()),
+        Err(call_ingest_core::call::Rejection::OverLimit(_))
+    ));
+    let calls = vec![r#"{"id":"x","function":{"name":"f"}}"#; 60_000].join(",");
+    let body = format!(
+        r#"{{"message":{{"type":"end-of-call-report","startedAt":"2026-01-01T00:00:00Z","call":{{"id":"c"}},"messages":[{{"role":"tool_calls","toolCalls":[{calls}]}}]}}}}"#
+    );
+    assert!(matches!(
+        providers::ingest(Provider::Vapi, body.as_bytes()),
+        Err(call_ingest_core::call::Rejection::OverLimit(_))
+    ));
+    let huge = br#"{"message":{"type":"end-of-call-report","startedAt":1e300,"durationMs":1e300,"call":{"id":"c"}}}"#;
+    assert!(providers::ingest(Provider::Vapi, huge).is_err(), "a time past 2^53 is no time");
+}

@@ -270,8 +270,10 @@ impl Store {
                 return unchanged(&head, requests).map(Some);
             }
             requests += 1;
-            let newer_is_current = received.is_some_and(|r| get_u64(&head, "updated_at").is_some_and(|at| at > r))
-                || sub.outranked_by(&head);
+            // A later stage of the provider's events wins over the received times: a pending
+            // `call_analyzed` committed after a later `call_ended` still becomes current.
+            let received_later = received.is_some_and(|r| get_u64(&head, "updated_at").is_some_and(|at| at > r));
+            let newer_is_current = sub.outranked_by(&head) || (received_later && !sub.outranks(&head));
             let written = match newer_is_current {
                 // A submission received after this one is current (or a later stage of the
                 // provider's events): this one is kept as a revision and the current content

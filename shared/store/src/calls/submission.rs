@@ -8,7 +8,7 @@ use super::frames::{self, Frames};
 use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, COMMITTED, FRAME_KEY, PIECES};
 use super::{codec, now_ms, random_hex, Owner, StoreError};
 use call_ingest_core::api::number::Number;
-use call_ingest_core::call::CallDocument;
+use call_ingest_core::call::{CallDocument, Operation};
 
 /// A submission, ready to become a head.
 pub(super) struct Submission {
@@ -50,8 +50,8 @@ impl Submission {
         attributes.insert("raw_bytes".into(), n(raw.len()));
         attributes.insert("unpacked_bytes".into(), n(packed.unpacked_len));
         attributes.insert("listed_ws".into(), n(owner.workspace_id));
-        if doc.stage > 0 {
-            attributes.insert(STAGE.into(), n(doc.stage));
+        if let (Operation::ProviderWebhook(provider), 1..) = (doc.operation, doc.stage) {
+            attributes.insert(STAGE.into(), s(format!("{}:{}", provider.as_str(), doc.stage)));
         }
         if let Some(start) = doc.summary.start_ms {
             attributes.insert("start_ms".into(), n(start));
@@ -131,14 +131,14 @@ impl Submission {
 
     /// Whether this submission is a later stage of the provider's events than `head`.
     pub fn outranks(&self, head: &Item) -> bool {
-        stage(&self.attributes) > stage(head)
+        matches!((stage(&self.attributes), stage(head)), (Some((p, a)), Some((q, b))) if p == q && a > b)
     }
 
     /// Whether `head` holds a later stage of the provider's events of this call than this
     /// submission (Retell's `call_analyzed` against a late `call_ended`): then this one is
     /// kept as a revision and the head's content stays current.
     pub fn outranked_by(&self, head: &Item) -> bool {
-        stage(head) > stage(&self.attributes)
+        matches!((stage(head), stage(&self.attributes)), (Some((p, a)), Some((q, b))) if p == q && a > b)
     }
 
     /// Whether `head` holds this submission's content.
@@ -172,11 +172,15 @@ impl Submission {
     }
 }
 
-/// On a head or revision from a provider's webhook: its event's stage (`Mapped::stage`).
+/// On a head or revision from a provider's webhook: `<provider>:<stage>` of its event
+/// (`Mapped::stage`).
 const STAGE: &str = "stage";
 
-fn stage(item: &Item) -> u64 {
-    get_u64(item, STAGE).unwrap_or(0)
+/// The provider and stage of a webhook event's item; stages compare within one provider
+/// only (an operation's submission has none, and takes its usual place).
+fn stage(item: &Item) -> Option<(&str, u64)> {
+    let (provider, stage) = get_s(item, STAGE)?.split_once(':')?;
+    Some((provider, stage.parse().ok()?))
 }
 
 /// The tokens of the pending submissions committed into the call of `head`.

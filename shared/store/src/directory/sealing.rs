@@ -23,8 +23,14 @@ const OPENED_TTL: Duration = Duration::from_secs(300);
 const MAX_OPENED: usize = 1000;
 const NONCE_BYTES: usize = 12;
 
-/// Secrets opened on this instance, by their sealed bytes: when each was opened, and it.
+/// Secrets opened on this instance, by their hook, workspace and sealed bytes: when each
+/// was opened, and it.
 type Opened = HashMap<Vec<u8>, (Instant, Vec<u8>)>;
+
+/// What the AES-GCM tag binds besides the secret: the hook and its workspace.
+fn aad(hook: &str, workspace_id: u64) -> Vec<u8> {
+    format!("{hook}\0{workspace_id}").into_bytes()
+}
 
 /// A KMS key to seal with, and a client of it.
 pub struct Sealer {
@@ -69,7 +75,7 @@ impl Sealer {
         let mut nonce = [0u8; NONCE_BYTES];
         getrandom::getrandom(&mut nonce).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
         let sealed = cipher
-            .encrypt(Nonce::from_slice(&nonce), Payload { msg: secret, aad: hook.as_bytes() })
+            .encrypt(Nonce::from_slice(&nonce), Payload { msg: secret, aad: &aad(hook, workspace_id) })
             .map_err(|_| StoreError::Internal("sealing failed".into()))?;
         let wrapped = wrapped.as_ref();
         let len = u16::try_from(wrapped.len()).map_err(|_| StoreError::Internal("data key too long".into()))?;
@@ -78,7 +84,10 @@ impl Sealer {
 
     /// The secret `sealed` holds, for `hook` of `workspace_id`.
     pub async fn open(&self, sealed: &[u8], hook: &str, workspace_id: u64) -> Result<Vec<u8>, StoreError> {
-        if let Some(secret) = self.cached(sealed) {
+        // Cached under the hook and workspace too: a sealed secret copied to another hook's
+        // item never opens from the cache where KMS would refuse it.
+        let key = [&aad(hook, workspace_id)[..], b"\0", sealed].concat();
+        if let Some(secret) = self.cached(&key) {
             return Ok(secret);
         }
         let corrupt = || StoreError::Internal(format!("the sealed secret of hook {hook} is corrupt"));
@@ -100,19 +109,19 @@ impl Sealer {
         let plain = out.plaintext().ok_or_else(corrupt)?;
         let cipher = Aes256Gcm::new_from_slice(plain.as_ref()).map_err(|_| corrupt())?;
         let secret = cipher
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: body, aad: hook.as_bytes() })
+            .decrypt(Nonce::from_slice(nonce), Payload { msg: body, aad: &aad(hook, workspace_id) })
             .map_err(|_| corrupt())?;
         let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
         if opened.len() >= MAX_OPENED {
             opened.clear();
         }
-        opened.insert(sealed.to_vec(), (Instant::now(), secret.clone()));
+        opened.insert(key, (Instant::now(), secret.clone()));
         Ok(secret)
     }
 
-    fn cached(&self, sealed: &[u8]) -> Option<Vec<u8>> {
+    fn cached(&self, key: &[u8]) -> Option<Vec<u8>> {
         let opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        opened.get(sealed).filter(|(at, _)| at.elapsed() < OPENED_TTL).map(|(_, s)| s.clone())
+        opened.get(key).filter(|(at, _)| at.elapsed() < OPENED_TTL).map(|(_, s)| s.clone())
     }
 
     /// Creates the key and its alias unless the alias exists (the local stack; in AWS the
