@@ -439,7 +439,7 @@ fn transitions(segments: Vec<Value>, report: &Value) -> Result<Vec<Value>, Rejec
     for segment in segments {
         let starts = segment["start_ms"].as_i64();
         while let Some((Some(t), _)) = found.peek() {
-            if !starts.is_some_and(|s| s > *t) {
+            if starts.is_none_or(|s| s <= *t) {
                 break;
             }
             let (at_ms, node) = found.next().unwrap_or_else(|| unreachable!("peeked"));
