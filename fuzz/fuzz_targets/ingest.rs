@@ -1,7 +1,8 @@
-//! Fuzzes the whole pure pipeline, `call::ingest` (parse → validate → normalise), on the
-//! request bytes of both operations.
+//! Fuzzes the whole pure pipeline, `providers::ingest_any` (parse → validate → normalise;
+//! a provider's webhook mapped first), on the request bytes of both operations and of the
+//! three providers' webhooks.
 //!
-//! Every input goes through both operations. Beyond "never panics", it checks what the
+//! Every input goes through all five. Beyond "never panics", it checks what the
 //! handlers rely on:
 //! - a body is refused as unreadable (400) only when it is not a JSON object, and a JSON
 //!   object is refused only as invalid (422) or past a count limit (422, one violation);
@@ -13,19 +14,21 @@
 
 #![no_main]
 
-use call_ingest_core::call::{self, CallDocument, Operation, Rejection, SCHEMA_VERSION};
+use call_ingest_core::call::{CallDocument, Operation, Rejection, SCHEMA_VERSION};
+use call_ingest_core::providers::{ingest_any, Provider};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
     let is_object = matches!(serde_json::from_slice::<Value>(data), Ok(Value::Object(_)));
-    for operation in [Operation::CreateCall, Operation::SendCallData] {
+    let webhooks = Provider::ALL.map(Operation::ProviderWebhook);
+    for operation in [Operation::CreateCall, Operation::SendCallData].into_iter().chain(webhooks) {
         check(operation, data, is_object);
     }
 });
 
 fn check(operation: Operation, data: &[u8], is_object: bool) {
-    match call::ingest(operation, data) {
+    match ingest_any(operation, data) {
         Err(Rejection::Unreadable(_)) => {
             assert!(!is_object, "{operation:?}: a JSON object refused as unreadable");
         }
