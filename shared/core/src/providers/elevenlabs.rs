@@ -129,14 +129,7 @@ fn timeline(data: &Value) -> Result<Value, Rejection> {
             let begun = called.and_then(|i| segments[i]["tool"]["start_ms"].as_i64()).or(at);
             let ended = begun.zip(took).map(|(b, d)| b + d);
             if let Some(i) = called {
-                let tool = &mut segments[i]["tool"];
-                tool["result"] = value.clone();
-                if let Some(f) = failed {
-                    tool["is_error"] = f.into();
-                }
-                if let Some(e) = ended {
-                    tool["end_ms"] = e.into();
-                }
+                fields::join_result(&mut segments[i], &value, failed, ended);
             }
             let mut tool = Record::default();
             tool.maybe("name", text(result, &[&["tool_name"]])).set("request_id", id).set("result", value);

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use crate::api::counts::MAX_SEGMENTS;
 use crate::api::{Code, Violation};
 use crate::call::Rejection;
-use crate::normalize::timestamps::rfc3339_millis;
+use crate::normalize::timestamps::{rfc3339_millis, seconds_to_millis};
 
 /// Most items a payload's list may hold, and most segments a mapping makes: B's limit on
 /// segments. Checked while mapping, before anything grows past it (a 3-byte `{}` may become
@@ -68,9 +68,10 @@ pub fn epoch_ms(value: Option<&Value>) -> Option<i64> {
     }
 }
 
-/// Milliseconds, rounded up (as the contract rounds), never negative, from `seconds`.
+/// Milliseconds, rounded up (as the contract rounds), never negative, from `seconds`: B's
+/// own conversion (`seconds_to_millis`, which undoes the binary fraction first).
 pub fn ms_of_seconds(seconds: f64) -> Option<i64> {
-    ms(seconds * 1000.0)
+    seconds_to_millis(seconds.max(0.0)).and_then(|ms| i64::try_from(ms).ok())
 }
 
 /// Milliseconds rounded up, never negative.
@@ -161,5 +162,18 @@ pub fn per_turn(
             }
             _ => {}
         }
+    }
+}
+
+/// Joins a tool's result to its call's `agent_function` segment (found by the call's id):
+/// the result, whether it failed and when it ended, when the provider says.
+pub fn join_result(call: &mut Value, result: &Value, failed: Option<bool>, ended: Option<i64>) {
+    let tool = &mut call["tool"];
+    tool["result"] = result.clone();
+    if let Some(failed) = failed {
+        tool["is_error"] = failed.into();
+    }
+    if let Some(ended) = ended {
+        tool["end_ms"] = ended.into();
     }
 }

@@ -140,10 +140,7 @@ fn timeline(call: &Value) -> Result<Value, Rejection> {
                 let failed = row.get("successful").and_then(Value::as_bool).map(|ok| !ok);
                 let name = called.and_then(|i| segments[i]["tool"]["name"].as_str().map(str::to_owned));
                 if let Some(i) = called {
-                    segments[i]["tool"]["result"] = result.clone();
-                    if let Some(failed) = failed {
-                        segments[i]["tool"]["is_error"] = failed.into();
-                    }
+                    fields::join_result(&mut segments[i], &result, failed, None);
                 }
                 let mut tool = Record::default();
                 tool.maybe("name", name).set("request_id", id).set("result", result).maybe("is_error", failed);

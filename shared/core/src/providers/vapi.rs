@@ -293,10 +293,7 @@ fn timeline(report: &Value, start: i64) -> Result<Value, Rejection> {
             let error = text(row, &[&["error"]]).map(str::to_owned);
             if let Some(i) = called {
                 // Joined by id: the call's event gets its result and how long it took.
-                let tool = &mut segments[i]["tool"];
-                tool["end_ms"] = t.max(called_at).into();
-                tool["result"] = result.clone();
-                tool["is_error"] = error.is_some().into();
+                fields::join_result(&mut segments[i], &result, Some(error.is_some()), Some(t.max(called_at)));
                 segments[i]["end_ms"] = t.max(called_at).into();
             }
             let mut tool = Record::default();
