@@ -101,6 +101,13 @@ def curl(path):
     print(f"curl -s '{url}/api/v1/public/call/<id>/revisions/1?workspace_id={ws}' {auth}")
     print(f"curl -s '{url}/api/v1/public/call/<id>/raw?workspace_id={ws}' {auth}")
     print(f"curl -s -X DELETE '{url}/api/v1/public/call/<id>?workspace_id={ws}' {auth}\n")
+    callgen = os.path.join(os.environ.get("CARGO_TARGET_DIR") or "target", "debug", "callgen")
+    print("A realistic 10-minute call (words, tools, node transitions, latencies) to look at:\n")
+    print(f"{callgen} --minutes 10 --seed 7 | curl -s -X POST '{url}/api/v1/public/call?workspace_id={ws}"
+          f"&agent_remote_identifier={dev['agent_remote_identifier']}' \\\n"
+          f"  {auth} -H 'Content-Type: application/json' --data-binary @-\n")
+    print(f"The call viewer: {url}/app/calls")
+    print(f"  sign in with the development key {dev['api_key']}\n")
 
 
 if __name__ == "__main__":

@@ -132,16 +132,25 @@ LOCAL_SCHEDULE_SECONDS = float(os.environ.get("LOCAL_SCHEDULE_SECONDS", "5"))
 RESPONSE_LIMIT = 6 * 1024 * 1024
 
 
+def route_pattern(template):
+    """The regular expression of a route's path: `{name}` is one segment, a greedy
+    `{name+}` (only at the end) one or more."""
+    pattern = re.sub(r"\\{(\w+)\\\+\\}$", r"(?P<\1>.+)", re.escape(template))
+    return re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", pattern)
+
+
 def route_for(method, path):
-    """(route key, path parameters, function name) of the route serving a request, or None."""
-    for wanted in (method, "ANY"):
-        for route_method, template, name in ROUTES:
-            if route_method != wanted:
-                continue
-            pattern = re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(template))
-            match = re.fullmatch(pattern, path)
-            if match:
-                return f"{route_method} {template}", match.groupdict(), name
+    """(route key, path parameters, function name) of the route serving a request, or None.
+    As API Gateway chooses: a route without a greedy variable before one with it, then the
+    request's method before ANY."""
+    for greedy in (False, True):
+        for wanted in (method, "ANY"):
+            for route_method, template, name in ROUTES:
+                if route_method != wanted or template.endswith("+}") != greedy:
+                    continue
+                match = re.fullmatch(route_pattern(template), path)
+                if match:
+                    return f"{route_method} {template}", match.groupdict(), name
     return None
 TEXT_TYPES = ("text/", "application/json", "application/javascript", "application/xml")
 

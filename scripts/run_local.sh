@@ -40,7 +40,7 @@ for _ in $(seq 50); do
 done
 
 # callctl and every function (one crate each under functions/).
-cargo build --quiet -p callctl $(for f in functions/*/; do printf -- '-p %s ' "$(basename "$f")"; done)
+cargo build --quiet -p callctl -p callgen $(for f in functions/*/; do printf -- '-p %s ' "$(basename "$f")"; done)
 callctl="${target}/debug/callctl"
 "$callctl" tables create
 .venv/bin/python -m devstack.dev_setup "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json

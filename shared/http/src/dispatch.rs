@@ -8,7 +8,7 @@ use std::time::Instant;
 use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
-use crate::endpoints::{erase_call, get_call, ingest, list_calls, raw, revisions, webhook};
+use crate::endpoints::{erase_call, get_call, ingest, list_calls, me, raw, revisions, webhook};
 use crate::logging::RequestLog;
 use crate::{problems, respond};
 use crate::{Backend, Endpoint};
@@ -31,6 +31,7 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, request: R
         Endpoint::GetRawCall => raw::answer(backend, &request, &request_id, &mut log).await,
         Endpoint::EraseCall => erase_call::answer(backend, &request, &request_id, &mut log).await,
         Endpoint::Webhook => webhook::answer(backend, &request, &request_id, &mut log).await,
+        Endpoint::Me => me::answer(backend, &request, &request_id).await,
     };
     let mut response = match answer {
         Ok(response) => response,

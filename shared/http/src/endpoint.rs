@@ -25,6 +25,8 @@ pub enum Endpoint {
     EraseCall,
     /// `POST /v1/webhooks/{provider}/{hook_id}`: a provider's own end-of-call webhook.
     Webhook,
+    /// `GET /api/v1/public/me`: who the credential is, its workspaces and scopes.
+    Me,
 }
 
 impl From<Operation> for Endpoint {
@@ -47,6 +49,7 @@ impl Endpoint {
             Endpoint::GetRawCall => "get_raw_call",
             Endpoint::EraseCall => "erase_call",
             Endpoint::Webhook => "provider_webhook",
+            Endpoint::Me => "me",
         }
     }
 
@@ -55,7 +58,11 @@ impl Endpoint {
         match self {
             Endpoint::Ingest(_) | Endpoint::Webhook => Method::POST,
             Endpoint::EraseCall => Method::DELETE,
-            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Method::GET,
+            Endpoint::GetCall
+            | Endpoint::ListCalls
+            | Endpoint::CallRevisions
+            | Endpoint::GetRawCall
+            | Endpoint::Me => Method::GET,
         }
     }
 
@@ -67,17 +74,21 @@ impl Endpoint {
             Endpoint::Ingest(Operation::SendCallData | Operation::ProviderWebhook(_)) | Endpoint::Webhook => "POST",
             Endpoint::Ingest(Operation::CreateCall) => "GET, POST",
             Endpoint::GetCall | Endpoint::EraseCall => "GET, DELETE",
-            Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => "GET",
+            Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall | Endpoint::Me => "GET",
         }
     }
 
-    /// The scope a credential needs here.
-    pub fn scope(self) -> Scope {
+    /// The scope a credential needs here; `None` where any valid credential will do (a
+    /// key may ask what it may do before it does anything).
+    pub fn scope(self) -> Option<Scope> {
         match self {
             // A hook's signature stands for the credential; its calls count as sends.
-            Endpoint::Ingest(_) | Endpoint::Webhook => Scope::Send,
-            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => Scope::Read,
-            Endpoint::EraseCall => Scope::Erase,
+            Endpoint::Ingest(_) | Endpoint::Webhook => Some(Scope::Send),
+            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => {
+                Some(Scope::Read)
+            }
+            Endpoint::EraseCall => Some(Scope::Erase),
+            Endpoint::Me => None,
         }
     }
 

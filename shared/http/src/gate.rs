@@ -25,12 +25,14 @@ pub(crate) async fn caller(
     // A call being sent is not lost to a directory outage (recent items stand in); nothing
     // else is served from them.
     let lookup = match endpoint.scope() {
-        Scope::Send => backend.directory().lookup_sender(token, agent).await,
+        Some(Scope::Send) => backend.directory().lookup_sender(token, agent).await,
         _ => backend.directory().lookup(token, agent).await,
     };
     let lookup = lookup.map_err(directory_problem)?;
     let principal = lookup.authenticate(endpoint.sessions()).map_err(denied)?;
-    principal.require(endpoint.scope()).map_err(denied)?;
+    if let Some(scope) = endpoint.scope() {
+        principal.require(scope).map_err(denied)?;
+    }
     Ok((lookup, principal))
 }
 
@@ -57,7 +59,7 @@ pub(crate) async fn enter(
     let workspace_id = principal.workspace(asked).map_err(denied)?;
     log.workspace = Some(workspace_id);
     let budget = match endpoint.scope() {
-        Scope::Send => Budget::Sends,
+        Some(Scope::Send) => Budget::Sends,
         _ => Budget::Reads,
     };
     let admission = backend.directory().count_request(lookup, workspace_id, budget, backend.config.rate_limit).await;

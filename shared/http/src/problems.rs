@@ -45,10 +45,16 @@ fn encoded(e: Endpoint) -> bool {
     readers(e) || e == Endpoint::ListCalls
 }
 
-/// Every endpoint that names a workspace in its request: all but operation A and the
-/// webhooks (a hook names its workspace).
+/// Every endpoint that names a workspace in its request: all but operation A, the
+/// webhooks (a hook names its workspace) and `me` (which names them).
 fn named_workspace(e: Endpoint) -> bool {
-    e != Endpoint::Ingest(Operation::SendCallData) && e != Endpoint::Webhook
+    !matches!(e, Endpoint::Ingest(Operation::SendCallData) | Endpoint::Webhook | Endpoint::Me)
+}
+
+/// Every endpoint that counts against a workspace's budget, takes a query or a body: all
+/// but `me`, which only reads its credential.
+fn counted(e: Endpoint) -> bool {
+    e != Endpoint::Me
 }
 
 /// Every endpoint that finds a call by its `{id}`.
@@ -64,7 +70,7 @@ pub const INSUFFICIENT_SCOPE: ProblemKind = ProblemKind {
     status: 403,
     slug: "insufficient-scope",
     title: "Forbidden",
-    answered_by: |e| e != Endpoint::Webhook,
+    answered_by: |e| e != Endpoint::Webhook && e != Endpoint::Me,
 };
 /// Operation A's `agentId`, operation B's and the listing's `agent_remote_identifier`.
 pub const AGENT_NOT_FOUND: ProblemKind = ProblemKind {
@@ -98,7 +104,7 @@ pub const UNSUPPORTED_ENCODING: ProblemKind = ProblemKind {
 pub const RANGE_NOT_SATISFIABLE: ProblemKind =
     ProblemKind { status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable", answered_by: encoded };
 pub const TOO_MANY_REQUESTS: ProblemKind =
-    ProblemKind { status: 429, slug: "too-many-requests", title: "Too many requests", answered_by: every };
+    ProblemKind { status: 429, slug: "too-many-requests", title: "Too many requests", answered_by: counted };
 pub const BAD_ENCODING: ProblemKind =
     ProblemKind { status: 400, slug: "bad-encoding", title: "Body cannot be decompressed", answered_by: ingest };
 pub const INVALID_CURSOR: ProblemKind = ProblemKind {
@@ -117,7 +123,7 @@ pub const INVALID_JSON: ProblemKind =
 /// Built by call-ingest-core (`Problem::invalid`, `Problem::over_limit`) for bodies, and
 /// for query parameters by every endpoint.
 pub const VALIDATION: ProblemKind =
-    ProblemKind { status: 422, slug: "validation", title: "Request body is invalid", answered_by: every };
+    ProblemKind { status: 422, slug: "validation", title: "Request body is invalid", answered_by: counted };
 pub const INTERNAL: ProblemKind =
     ProblemKind { status: 500, slug: "internal", title: "Internal error", answered_by: every };
 pub const UNAVAILABLE: ProblemKind =

@@ -5,6 +5,7 @@ pub(crate) mod erase_call;
 pub(crate) mod get_call;
 pub(crate) mod ingest;
 pub(crate) mod list_calls;
+pub(crate) mod me;
 pub(crate) mod raw;
 pub(crate) mod revisions;
 pub(crate) mod webhook;

@@ -9,6 +9,7 @@ mod credentials;
 mod events;
 mod get_call;
 mod list_revisions_raw_erase;
+mod me;
 mod openapi;
 mod rate_limits;
 #[path = "../requests/mod.rs"]

@@ -105,8 +105,15 @@ fn functions_have_least_privilege_iam() {
         .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
         .map(|(name, _)| name)
         .collect();
-    // The committer is checked on its own below and in the frames' test.
-    assert_eq!(declared.len(), functions.len() + 1, "every function is checked here: {declared:?}");
+    // The committer is checked on its own below and in the frames' test; `me` and the
+    // viewer just below.
+    assert_eq!(declared.len(), functions.len() + 3, "every function is checked here: {declared:?}");
+    // `me` reads credentials and nothing else; the viewer has no permission at all.
+    let me = &t["Resources"]["GetMeFunction"]["Properties"]["Policies"];
+    assert_eq!(me[0]["Statement"].as_array().unwrap().len(), 1, "{me}");
+    assert_eq!(me[0]["Statement"][0]["Action"], serde_json::json!(["dynamodb:GetItem", "dynamodb:BatchGetItem"]));
+    assert_eq!(me[0]["Statement"][0]["Resource"]["Fn::GetAtt"][0], "DirectoryTable");
+    assert_eq!(t["Resources"]["CallViewerFunction"]["Properties"]["Policies"], serde_json::json!([]));
     let committer = &t["Resources"]["CommitPendingFunction"]["Properties"];
     // The queue's pollers and a sweep; more would only take the account's concurrency.
     assert_eq!(committer["ReservedConcurrentExecutions"], 3, "two pollers and a sweep");
