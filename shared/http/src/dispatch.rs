@@ -15,8 +15,11 @@ use crate::{Backend, Endpoint};
 
 /// Answers one request to `endpoint`. Never panics on anything a request holds; every
 /// response carries `X-Request-Id`.
-pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, request: Request) -> Response<Body> {
+pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, mut request: Request) -> Response<Body> {
     let endpoint = endpoint.into();
+    if problems::encoded(endpoint) {
+        respond::range_from_query(&mut request);
+    }
     let started = Instant::now();
     let request_id = request_id(&request);
     let mut log = RequestLog::new(endpoint, request.body().len());

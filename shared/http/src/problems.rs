@@ -41,7 +41,7 @@ fn readers(e: Endpoint) -> bool {
 }
 
 /// Every endpoint whose answer goes through `respond::encoded` (gzip, `Range`, 406).
-fn encoded(e: Endpoint) -> bool {
+pub(crate) fn encoded(e: Endpoint) -> bool {
     readers(e) || e == Endpoint::ListCalls
 }
 

@@ -148,7 +148,7 @@ pub(crate) async fn part(
             if last >= end {
                 bytes.extend_from_slice(&suffix[first.max(end) - end..=last - end]);
             }
-            Ok(respond::partial(bytes, first, last, total, request_id))
+            Ok(respond::partial(bytes, first, last, total, request.headers(), request_id))
         }
         Asked::Unsatisfiable => Ok(respond::unsatisfiable(total, request_id)),
         Asked::Ignored => {

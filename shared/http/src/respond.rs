@@ -70,7 +70,7 @@ pub fn encoded(
         match asked(request, json.len()) {
             Asked::Range(first, last) => {
                 let part = json.get(first..=last).map(<[u8]>::to_vec).unwrap_or_default();
-                return Ok(partial(part, first, last, json.len(), request_id));
+                return Ok(partial(part, first, last, json.len(), request, request_id));
             }
             Asked::Unsatisfiable => return Ok(unsatisfiable(json.len(), request_id)),
             Asked::Ignored => {}
@@ -121,6 +121,11 @@ pub fn fits(response: &Response<Body>) -> bool {
 /// (4 MiB), well inside its 6 MB.
 pub const MAX_RANGE_BYTES: usize = 3 * 1024 * 1024;
 
+/// Most bytes of the answer one ranged answer carries gzip-compressed, for a client that
+/// takes gzip: a call's JSON compresses 4 to 5 times, so 12 MiB fit; a part that does not
+/// compress enough is cut to [`MAX_RANGE_BYTES`] (see [`partial`]).
+pub const MAX_GZIP_RANGE_BYTES: usize = 12 * 1024 * 1024;
+
 /// What a `Range` header asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Asked {
@@ -135,14 +140,43 @@ pub enum Asked {
 }
 
 /// What the request's `Range` asks of a 200 answer of `total` bytes: a part is at most
-/// [`MAX_RANGE_BYTES`] long (`Content-Range` says which were sent), so that an answer too
-/// large for one Lambda response is read in parts.
+/// [`MAX_RANGE_BYTES`] long, or [`MAX_GZIP_RANGE_BYTES`] when it is sent gzip-compressed
+/// (see [`gzip_parts`]; `Content-Range` says which were sent), so that an answer too large
+/// for one Lambda response is read in parts.
 pub fn asked(request: &lambda_http::http::HeaderMap, total: usize) -> Asked {
+    let most = if gzip_parts(request) { MAX_GZIP_RANGE_BYTES } else { MAX_RANGE_BYTES };
     match request.get(header::RANGE).map(|r| byte_range(r.to_str().unwrap_or_default(), total)) {
-        Some(Asked::Range(first, last)) => Asked::Range(first, last.min(first.saturating_add(MAX_RANGE_BYTES - 1))),
+        Some(Asked::Range(first, last)) => Asked::Range(first, last.min(first.saturating_add(most - 1))),
         Some(other) => other,
         None => Asked::Ignored,
     }
+}
+
+/// Marks a `Range` that [`range_from_query`] made from the query; never taken from a client.
+const RANGE_FROM_QUERY: &str = "x-call-ingest-range-from-query";
+
+/// The query's `bytes` (`a-b`, `a-` or `-n`) as the `Range` header `bytes=…`, when the
+/// request has no `Range`: browsers send `Accept-Encoding: identity` with a `Range`
+/// header, so a page reads the parts of a large answer gzip-compressed this way.
+pub fn range_from_query(request: &mut lambda_http::Request) {
+    use lambda_http::RequestExt;
+    request.headers_mut().remove(RANGE_FROM_QUERY);
+    if request.headers().contains_key(header::RANGE) {
+        return;
+    }
+    let asked = request.query_string_parameters_ref().and_then(|q| q.first("bytes")).map(|b| format!("bytes={b}"));
+    if let Some(value) = asked.and_then(|v| HeaderValue::from_str(&v).ok()) {
+        request.headers_mut().insert(header::RANGE, value);
+        request.headers_mut().insert(RANGE_FROM_QUERY, HeaderValue::from_static("1"));
+    }
+}
+
+/// Whether a part is sent gzip-compressed: only for a range asked in the query, by a client
+/// that takes gzip. A `Range` header keeps HTTP's meaning (a range of the representation
+/// sent, so never compressed: RFC 9110 14.1.2); the query's parts are ranges of the
+/// uncompressed answer, each compressed on its own.
+fn gzip_parts(request: &lambda_http::http::HeaderMap) -> bool {
+    request.contains_key(RANGE_FROM_QUERY) && accepts_gzip(request)
 }
 
 /// Reads `bytes=a-b`, `bytes=a-` or `bytes=-n` against a body of `len` bytes.
@@ -176,12 +210,39 @@ fn byte_range(header: &str, len: usize) -> Asked {
 }
 
 /// 206 with `part`: bytes `first` to `last` of an uncompressed answer of `total` bytes (see
-/// [`asked`]). Ranges are of the identity representation: no `Content-Encoding`, whatever
-/// `Accept-Encoding` says. A part is bytes, not JSON (`application/octet-stream`): only the
+/// [`asked`]). `Content-Range` always counts the uncompressed answer's bytes. A part asked
+/// in the query by a client that takes gzip is sent gzip-compressed (`Content-Encoding:
+/// gzip`, undone by the client as for a whole answer), and cut to [`MAX_RANGE_BYTES`] if it
+/// does not compress enough to fit. A part is bytes, not JSON (`application/octet-stream`): only the
 /// parts joined in order are the JSON answer.
-pub fn partial(part: Vec<u8>, first: usize, last: usize, total: usize, request_id: &str) -> Response<Body> {
-    let mut response = json(206, part, "application/octet-stream", request_id);
+pub fn partial(
+    mut part: Vec<u8>,
+    first: usize,
+    mut last: usize,
+    total: usize,
+    request: &lambda_http::http::HeaderMap,
+    request_id: &str,
+) -> Response<Body> {
+    let compressed = if gzip_parts(request) && part.len() >= COMPRESS_FROM {
+        let c = gzip_bytes(&part);
+        if c.len().div_ceil(3) * 4 + ENVELOPE_BYTES <= LAMBDA_RESPONSE_LIMIT {
+            Some(c)
+        } else {
+            // Barely compressible: the most an uncompressed part may be, compressed or not.
+            part.truncate(MAX_RANGE_BYTES);
+            last = first + part.len() - 1;
+            Some(gzip_bytes(&part)).filter(|c| c.len() < part.len())
+        }
+    } else {
+        None
+    };
+    let gzip = compressed.is_some();
+    let mut response = json(206, compressed.unwrap_or(part), "application/octet-stream", request_id);
     let headers = response.headers_mut();
+    if gzip {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     if let Ok(range) = HeaderValue::from_str(&format!("bytes {first}-{last}/{total}")) {
         headers.insert(header::CONTENT_RANGE, range);
     }
@@ -356,5 +417,61 @@ mod tests {
         }
         let r = encoded(200, noise, &accept("gzip"), "r").unwrap();
         assert!(r.headers().get(header::CONTENT_ENCODING).is_none(), "base64 of its gzip would not fit");
+    }
+
+    #[test]
+    fn a_part_asked_in_the_query_by_a_client_taking_gzip_is_compressed_larger_and_cut_when_it_does_not_compress() {
+        let unzip = |r: &Response<Body>| {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(r.body().as_ref()), &mut out).unwrap();
+            out
+        };
+        // What range_from_query makes of `?bytes=…`.
+        let from_query = |h: &mut HeaderMap, range: &'static str| {
+            h.insert(header::RANGE, HeaderValue::from_static(range));
+            h.insert(RANGE_FROM_QUERY, HeaderValue::from_static("1"));
+        };
+        let mut h = accept("gzip");
+        from_query(&mut h, "bytes=100-");
+        // 20 MiB of JSON-like text: a 12 MiB part, compressed.
+        let json: Vec<u8> = (0..20 * 1024 * 1024).map(|i| b"{\"turn\":\"hello there\"},"[i % 23]).collect();
+        let r = encoded(200, json.clone(), &h, "r").unwrap();
+        assert_eq!((r.status().as_u16(), r.headers()[header::CONTENT_ENCODING].to_str().unwrap()), (206, "gzip"));
+        let last = 100 + MAX_GZIP_RANGE_BYTES - 1;
+        assert_eq!(r.headers()[header::CONTENT_RANGE], format!("bytes 100-{last}/{}", json.len()).as_str());
+        assert_eq!(unzip(&r), &json[100..=last]);
+        assert!(fits(&r));
+        // Without gzip: 3 MiB as they are.
+        h.remove(header::ACCEPT_ENCODING);
+        let r = encoded(200, json.clone(), &h, "r").unwrap();
+        assert!(r.headers().get(header::CONTENT_ENCODING).is_none());
+        assert_eq!(r.body().len(), MAX_RANGE_BYTES);
+        // A Range header keeps HTTP's meaning, gzip taken or not: 3 MiB of identity bytes.
+        let mut h = accept("gzip");
+        h.insert(header::RANGE, HeaderValue::from_static("bytes=100-"));
+        let r = encoded(200, json.clone(), &h, "r").unwrap();
+        assert!(r.headers().get(header::CONTENT_ENCODING).is_none());
+        assert_eq!(r.body().as_ref(), &json[100..100 + MAX_RANGE_BYTES]);
+        // Noise barely compresses: cut to 3 MiB, and still fits.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let noise: Vec<u8> = (0..16 * 1024 * 1024)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        let mut h = accept("gzip");
+        from_query(&mut h, "bytes=0-");
+        let r = encoded(200, noise.clone(), &h, "r").unwrap();
+        let range = format!("bytes 0-{}/{}", MAX_RANGE_BYTES - 1, noise.len());
+        assert_eq!(r.headers()[header::CONTENT_RANGE], range.as_str());
+        let body = match r.headers().get(header::CONTENT_ENCODING) {
+            Some(_) => unzip(&r),
+            None => r.body().to_vec(),
+        };
+        assert_eq!(body, &noise[..MAX_RANGE_BYTES]);
+        assert!(fits(&r));
     }
 }

@@ -271,18 +271,39 @@ async fn a_58_mb_call_reads_back_whole_compressed_and_is_refused_uncompressed_wi
     assert!(plain.body["detail"].as_str().unwrap().contains("Accept-Encoding: gzip"), "{}", plain.body);
 }
 
+/// How a test asks for a byte range.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// `Range: bytes=a-`: parts of the identity bytes, whatever `Accept-Encoding` says.
+    Header,
+    /// `?bytes=a-`, as the viewer asks: gzip-compressed parts when the request takes gzip.
+    Query,
+}
+
 /// Reads a whole answer of `path` through byte ranges, checking each part fits Lambda's
-/// answer; answers the bytes and how many parts it took.
+/// answer (gzip-compressed only when asked in the query by a request that takes gzip);
+/// answers the bytes and how many parts it took.
 async fn read_in_ranges(
     f: &Fixture,
     endpoint: Endpoint,
+    via: Via,
     request: impl Fn() -> lambda_http::Request,
 ) -> (Vec<u8>, usize) {
+    use lambda_http::RequestExt;
     let mut whole = Vec::new();
     let mut parts = 0;
     loop {
         let mut r = request();
-        r.headers_mut().insert("range", format!("bytes={}-", whole.len()).parse().unwrap());
+        let gzip = via == Via::Query && r.headers().get("accept-encoding").is_some();
+        let from = format!("{}-", whole.len());
+        if via == Via::Header {
+            r.headers_mut().insert("range", format!("bytes={from}").parse().unwrap());
+        } else {
+            let mut query: std::collections::HashMap<String, Vec<String>> =
+                r.query_string_parameters().iter().map(|(k, v)| (k.to_owned(), vec![v.to_owned()])).collect();
+            query.insert("bytes".into(), vec![from]);
+            r = r.with_query_string_parameters(query);
+        }
         let response = call_ingest_http::handle(&f.backend, endpoint, r).await;
         if response.status() == 429 {
             // Each part counts its read units (1 MiB each) against the workspace's reads a
@@ -292,13 +313,18 @@ async fn read_in_ranges(
             continue;
         }
         assert_eq!(response.status(), 206);
-        assert!(response.headers().get("content-encoding").is_none(), "ranges are of the identity bytes");
+        assert_eq!(response.headers().get("content-encoding").is_some(), gzip, "compressed when asked so only");
         assert!(response.body().len().div_ceil(3) * 4 < 6 * 1024 * 1024 - 4096, "a part fits Lambda's answer");
         let range = response.headers()["content-range"].to_str().unwrap().to_owned();
         let (span, total) = range.strip_prefix("bytes ").unwrap().split_once('/').unwrap();
         let (first, last) = span.split_once('-').unwrap();
         assert_eq!(first.parse::<usize>().unwrap(), whole.len());
-        whole.extend_from_slice(response.body());
+        if gzip {
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(response.body().as_ref()), &mut whole)
+                .unwrap();
+        } else {
+            whole.extend_from_slice(response.body());
+        }
         parts += 1;
         assert_eq!(last.parse::<usize>().unwrap() + 1, whole.len());
         if whole.len() == total.parse::<usize>().unwrap() {
@@ -338,17 +364,22 @@ async fn the_largest_calls_read_back_whole_in_byte_ranges() {
     assert!(whole.body["detail"].as_str().unwrap().contains("Range: bytes=0-"), "{}", whole.body);
 
     let by_id = || get_request(Some(&id), Some(&f.key1), &q, &[("accept-encoding", "gzip")]);
-    let (bytes, parts) = read_in_ranges(&f, Endpoint::GetCall, by_id).await;
+    let (bytes, parts) = read_in_ranges(&f, Endpoint::GetCall, Via::Header, by_id).await;
     assert!(parts >= 9, "{parts} parts of at most 3 MiB");
     let answer: Value = serde_json::from_slice(&bytes).unwrap();
     let stored = f.backend.store().get_call(1, "huge-read", false).await.unwrap().unwrap();
     assert_eq!(answer["document"], stored.current.document_value(), "the whole document");
+    // As the viewer reads it: gzip-compressed parts of up to 12 MiB, the same bytes.
+    let (compressed, parts) = read_in_ranges(&f, Endpoint::GetCall, Via::Query, by_id).await;
+    assert!((2..=3).contains(&parts), "{parts} gzip-compressed parts of at most 12 MiB");
+    assert!(compressed == bytes, "the same answer");
 
     let raw = || {
         read_request(lambda_http::http::Method::GET, "/api/v1/public/call/{id}/raw", &[("id", &id)], Some(&f.key1), &q)
     };
-    let (bytes, _) = read_in_ranges(&f, Endpoint::GetRawCall, raw).await;
+    let (bytes, parts) = read_in_ranges(&f, Endpoint::GetRawCall, Via::Query, raw).await;
     assert!(bytes == body, "the raw body, byte for byte");
+    assert!(parts >= 8, "{parts} parts of at most 3 MiB for a client that does not take gzip");
 }
 
 #[tokio::test]
@@ -419,4 +450,47 @@ async fn any_byte_range_is_that_slice_of_the_whole_answer_for_small_and_large_ca
             assert!(response.body().as_ref() == &body[first..=last], "{name} raw {first}-{last}");
         }
     }
+}
+
+#[tokio::test]
+async fn the_bytes_query_is_the_range_header_for_browsers_and_gives_way_to_it() {
+    let f = fixture().await;
+    let body = callgen::create_call(&callgen::Options {
+        size: callgen::Size::Bytes(20_000),
+        seed: 8,
+        call_id: Some("bytes-query".into()),
+    });
+    let created = post(&f, &f.key1, "1", &serde_json::from_slice(&body).unwrap()).await;
+    let id = created.body["id"].as_u64().unwrap().to_string();
+    let whole = call_ingest_http::handle(
+        &f.backend,
+        Endpoint::GetCall,
+        get_request(Some(&id), Some(&f.key1), &[("workspace_id", "1")], &[]),
+    )
+    .await
+    .body()
+    .to_vec();
+    let part = |query: &[(&str, &str)], headers: &[(&str, &str)]| {
+        call_ingest_http::handle(&f.backend, Endpoint::GetCall, get_request(Some(&id), Some(&f.key1), query, headers))
+    };
+    let r = part(&[("workspace_id", "1"), ("bytes", "5-")], &[]).await;
+    assert_eq!(r.status(), 206);
+    assert_eq!(r.headers()["content-range"], format!("bytes 5-{}/{}", whole.len() - 1, whole.len()).as_str());
+    assert_eq!(r.body().as_ref(), &whole[5..]);
+    // Taken gzip-compressed, as a browser takes it (it sends no Range header).
+    let r = part(&[("workspace_id", "1"), ("bytes", "0-")], &[("accept-encoding", "gzip, br")]).await;
+    let a = read(r);
+    assert_eq!((a.status, a.header("content-encoding")), (206, Some("gzip")));
+    assert_eq!(serde_json::to_vec(&a.body).unwrap().len(), whole.len(), "the whole answer in one part");
+    // A Range header wins, and keeps HTTP's meaning: identity bytes, gzip taken or not, and
+    // whatever a client says in our own marker.
+    let r = part(&[("workspace_id", "1"), ("bytes", "0-")], &[("range", "bytes=0-9")]).await;
+    assert_eq!(r.body().as_ref(), &whole[..10]);
+    let headers = [("range", "bytes=0-"), ("accept-encoding", "gzip"), ("x-call-ingest-range-from-query", "1")];
+    let r = part(&[("workspace_id", "1")], &headers).await;
+    assert_eq!((r.status().as_u16(), r.headers().get("content-encoding")), (206, None));
+    assert_eq!(r.body().as_ref(), &whole[..]);
+    let r = part(&[("workspace_id", "1"), ("bytes", "nine\r\nx: y")], &[]).await;
+    assert_eq!((r.status().as_u16(), r.body().as_ref()), (200, &whole[..]));
+    f.t.delete().await;
 }

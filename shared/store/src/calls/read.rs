@@ -57,8 +57,9 @@ pub struct CallAt {
     item: Item,
 }
 
-/// Most bytes [`Store::span`] reads at once (a part of an answer is at most 3 MiB).
-pub const MAX_SPAN: usize = 4 << 20;
+/// Most bytes [`Store::span`] reads at once (a part of an answer is at most 12 MiB, for a
+/// client that takes it gzip-compressed).
+pub const MAX_SPAN: usize = 16 << 20;
 
 /// One of the two things a submission keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
