@@ -18,16 +18,22 @@ PY := $(VENV)/bin/python
 # cargo-lambda finds zig through the first python3 on PATH: the venv's.
 export PATH := $(CURDIR)/$(VENV)/bin:$(HOME)/.cargo/bin:$(PATH)
 ACTIONLINT_VERSION := 2.0.6
+# The call viewer's type checker and linter (tsc, ESLint), pinned by its package-lock.json.
+VIEWER := functions/call-viewer
+# Debian's Chromium drives the viewer's browser tests (Playwright's own download cannot be
+# fetched here, and is never used).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Every function: one crate each under functions/, named as its binary.
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: help venv test test-rust test-http chaos lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
+.PHONY: help venv browser test test-rust test-viewer test-http chaos lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
 
 help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
 	@echo "make test     all tests against a local DynamoDB (Rust, then HTTP through the local stack)"
 	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
-	@echo "make lint     rustfmt, clippy -D warnings, sam validate --lint, actionlint, workflow pins and credentials, no import circle, no AWS in core"
+	@echo "make lint     rustfmt, clippy -D warnings, the viewer's tsc --checkJs and ESLint, sam validate --lint, actionlint, workflow pins and credentials, no import circle, no AWS in core"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks: parse + validate + normalise, validation by element count, decompression, anonymous cost"
 	@echo "make bench-reading  get and list latency against the local DynamoDB, read units by call size"
@@ -44,13 +50,27 @@ $(VENV)/.installed: requirements-dev.txt pyproject.toml
 	npm install --silent --no-audit --no-fund --prefix .tools actionlint@$(ACTIONLINT_VERSION)
 	touch $@
 
-test: test-rust test-http
+$(VIEWER)/node_modules/.installed: $(VIEWER)/package.json $(VIEWER)/package-lock.json
+	npm ci --silent --no-audit --no-fund --prefix $(VIEWER)
+	touch $@
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+browser: $(CHROMIUM)
+
+test: test-rust test-viewer test-http
 
 test-rust: venv
 	cargo test --workspace --all-targets
 
+# The viewer's pure modules (diff, timeline, latency) under Node's own test runner.
+test-viewer:
+	node --test $(VIEWER)/test/
+
 # End to end through HTTP: the local stack with several instances per function.
-test-http: venv
+test-http: venv browser
 	$(PY) -m pytest tests -q
 
 chaos: venv
@@ -62,7 +82,8 @@ fmt:
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
 
-lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) fmt clippy
+lint: venv .tools/.actionlint-$(ACTIONLINT_VERSION) $(VIEWER)/node_modules/.installed fmt clippy
+	npm --prefix $(VIEWER) run --silent check
 	SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml
 	ACTIONLINT_MODULE=$(CURDIR)/.tools/node_modules/actionlint node scripts/actionlint.mjs .github/workflows/*.yml
 	$(PY) scripts/check_workflows.py .github/workflows/*.yml

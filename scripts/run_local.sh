@@ -23,6 +23,9 @@ export AWS_REGION=${AWS_REGION:-us-east-1}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}
 export CALLS_TABLE=${CALLS_TABLE:-calls} DIRECTORY_TABLE=${DIRECTORY_TABLE:-directory}
 export RUST_LOG=${RUST_LOG:-info}
+# The viewer's Content-Security-Policy lets recordings play from https: and, locally, from
+# this machine too (a WAV served on localhost).
+export VIEWER_MEDIA_SOURCES=${VIEWER_MEDIA_SOURCES:-http://127.0.0.1:* http://localhost:*}
 # The key list cursors are signed with: one for every instance (AWS: a generated secret).
 export CURSOR_SECRET=${CURSOR_SECRET:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
 target=${CARGO_TARGET_DIR:-target}

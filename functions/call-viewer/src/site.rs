@@ -40,7 +40,7 @@ impl Site {
     /// The answer to one request.
     pub fn answer(&self, request: &Request) -> Response<Body> {
         let gzip = accepts_gzip(request);
-        let mut response = match (request.method(), split_stage(request.uri().path())) {
+        let mut response = match (request.method(), app_path(request)) {
             (m, _) if m != Method::GET && m != Method::HEAD => {
                 let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
                 r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
@@ -76,20 +76,44 @@ impl Site {
 /// A CSP source expression of the plain kind: `scheme://host`, optional port or `*`. No
 /// quote, semicolon, comma or keyword can pass.
 fn is_source(s: &str) -> bool {
-    s.len() <= 200
-        && s.contains("://")
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b".:/*-_[]".contains(&b))
+    s.len() <= 200 && s.contains("://") && s.bytes().all(|b| b.is_ascii_alphanumeric() || b".:/*-_[]".contains(&b))
 }
 
-/// `(stage prefix, /app…)` of a request's path: lambda_http puts API Gateway's stage in
-/// front of the path (`/prod/app/calls`) unless it is `$default`. `None` for a path outside
-/// the app or a prefix that is not a stage name (`[A-Za-z0-9_-]{1,128}`).
+/// `(prefix, /app…)` of the path the client asked for (the event's `rawPath`, not the
+/// path lambda_http rebuilds: that one names the stage even behind a custom domain, where
+/// the browser's path does not). The prefix is the request's named stage when the path
+/// starts with it (`/prod/app/calls`; a stage may even be called `app`), else whatever one
+/// segment stands before `/app` (a custom domain's mapping), else nothing.
+fn app_path(request: &Request) -> Option<(&str, &str)> {
+    use lambda_http::request::RequestContext;
+    use lambda_http::RequestExt;
+    // Empty for a request that did not come from an event.
+    let path = Some(request.raw_http_path()).filter(|p| !p.is_empty()).unwrap_or_else(|| request.uri().path());
+    let stage = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(c)) => c.stage.as_deref(),
+        Some(RequestContext::ApiGatewayV1(c)) => c.stage.as_deref(),
+        _ => None,
+    };
+    let staged = stage.filter(|s| *s != "$default").and_then(|s| {
+        let rest = path.strip_prefix('/')?.strip_prefix(s)?;
+        is_app(rest).then(|| path.split_at(s.len() + 1))
+    });
+    staged.or_else(|| split_stage(path))
+}
+
+fn is_app(path: &str) -> bool {
+    path == "/app" || path.starts_with("/app/")
+}
+
+/// `(prefix, /app…)` of `path`: `None` for a path outside the app or a prefix that is not
+/// one segment of a stage's characters (`[A-Za-z0-9_-]{1,128}`).
 fn split_stage(path: &str) -> Option<(&str, &str)> {
-    let at = if path == "/app" || path.starts_with("/app/") { 0 } else { path[1..].find('/')? + 1 };
+    let at = if is_app(path) { 0 } else { path.get(1..)?.find('/')? + 1 };
     let (stage, rest) = path.split_at(at);
     let stage_ok = stage.is_empty()
-        || (stage.len() <= 129 && stage[1..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-    (stage_ok && (rest == "/app" || rest.starts_with("/app/"))).then_some((stage, rest))
+        || ((2..=129).contains(&stage.len())
+            && stage[1..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    (stage_ok && is_app(rest)).then_some((stage, rest))
 }
 
 /// The page, its links under `stage`: `no-store`, so a new deploy's asset names are seen
@@ -118,7 +142,8 @@ fn asset(rest: &str, gzip: bool) -> Response<Body> {
     match found {
         Some((_, content_type, body)) => {
             let mut r = bytes(StatusCode::OK, body, content_type, gzip);
-            r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
             r
         }
         None => {
@@ -139,7 +164,8 @@ fn accepts_gzip(request: &Request) -> bool {
         .any(|coding| {
             let mut parts = coding.split(';');
             let name = parts.next().unwrap_or_default().trim();
-            let refused = parts.any(|p| matches!(p.trim().replace(' ', "").as_str(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
+            let refused =
+                parts.any(|p| matches!(p.trim().replace(' ', "").as_str(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
             name.eq_ignore_ascii_case("gzip") && !refused
         })
 }
@@ -209,7 +235,9 @@ mod tests {
         }
         let r = get(&site, Method::GET, "/app", None);
         assert_eq!((r.status().as_u16(), header(&r, "location")), (308, HOME));
-        for outside in ["/", "/apps", "/api/v1/public/me", "/a/b/app/calls", "/pr%22od/app/calls", "/prod/apps"] {
+        for outside in
+            ["/", "/apps", "/api/v1/public/me", "/a/b/app/calls", "/pr%22od/app/calls", "/prod/apps", "//app"]
+        {
             assert_eq!(get(&site, Method::GET, outside, None).status(), 404, "{outside}");
         }
     }
@@ -230,6 +258,29 @@ mod tests {
         assert_eq!(header(&r, "location"), "/prod/app/calls");
     }
 
+    /// The page of an API Gateway event in `events/call-viewer/`, and its asset URL prefix.
+    fn page_of_event(file: &str) -> (Response<Body>, String) {
+        let path = format!("{}/../../events/call-viewer/{file}", env!("CARGO_MANIFEST_DIR"));
+        let request = lambda_http::request::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let r = Site::new("").answer(&request);
+        let page = String::from_utf8(body(&r)).unwrap();
+        let src = page.split("<script type=\"module\" src=\"").nth(1).unwrap().split("/app/assets/").next().unwrap();
+        (r, src.to_owned())
+    }
+
+    #[test]
+    fn the_page_names_its_assets_under_the_path_the_browser_used() {
+        // A named stage on the execute-api host: the browser's path starts with it.
+        let (r, prefix) = page_of_event("page-named-stage.json");
+        assert_eq!((r.status().as_u16(), prefix.as_str()), (200, "/prod"));
+        // A stage called `app` is still the stage.
+        let (r, prefix) = page_of_event("page-stage-called-app.json");
+        assert_eq!((r.status().as_u16(), prefix.as_str()), (200, "/app"));
+        // A custom domain: no stage in the browser's path, whatever the event's stage.
+        let (r, prefix) = page_of_event("page-custom-domain.json");
+        assert_eq!((r.status().as_u16(), prefix.as_str()), (200, ""));
+    }
+
     #[test]
     fn assets_are_immutable_under_their_hash_and_others_missing() {
         let site = Site::new("");
@@ -237,7 +288,9 @@ mod tests {
         assert_eq!(r.status(), 200);
         assert_eq!(header(&r, "cache-control"), "public, max-age=31536000, immutable");
         assert!(header(&r, "content-type").starts_with("text/javascript"));
-        for missing in ["/app/assets/0123456789abcdef/js/main.js", &format!("/app/assets/{}/nope.js", embedded::VERSION)] {
+        for missing in
+            ["/app/assets/0123456789abcdef/js/main.js", &format!("/app/assets/{}/nope.js", embedded::VERSION)]
+        {
             assert_eq!(get(&site, Method::GET, missing, None).status(), 404, "{missing}");
         }
     }

@@ -58,11 +58,9 @@ impl Endpoint {
         match self {
             Endpoint::Ingest(_) | Endpoint::Webhook => Method::POST,
             Endpoint::EraseCall => Method::DELETE,
-            Endpoint::GetCall
-            | Endpoint::ListCalls
-            | Endpoint::CallRevisions
-            | Endpoint::GetRawCall
-            | Endpoint::Me => Method::GET,
+            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall | Endpoint::Me => {
+                Method::GET
+            }
         }
     }
 

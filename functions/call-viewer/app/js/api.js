@@ -1,7 +1,8 @@
 // @ts-check
 // The public API, as the person's credential may use it. Same origin: the page and the API
 // are one API Gateway. A 429 is waited out (its Retry-After) a few times; an answer too
-// large to send whole (406) is read in the byte ranges the API serves.
+// large to send whole (406) is read in the byte ranges the API serves, asked in the query
+// (`bytes=`): with a `Range` header the browser would not take them gzip-compressed.
 
 import { BASE as ROOT } from "./paths.js";
 
@@ -67,26 +68,37 @@ async function jsonOf(token, path, options) {
 }
 
 /**
- * The whole answer's bytes: at once (gzip-compressed, which the browser undoes), or, when
- * it is too large for one answer (406), in byte ranges joined.
+ * The whole answer's bytes, in byte ranges joined: each part is up to 12 MiB of the answer,
+ * gzip-compressed (which the browser undoes), so every call but the largest comes in one
+ * part, and none is read twice to learn it is too large for one answer (406). `path` has a
+ * query.
  * @param {string} token
  * @param {string} path
  * @returns {Promise<Uint8Array<ArrayBuffer>>}
  */
 async function bytesOf(token, path) {
-  const response = await send(token, path);
-  if (response.ok) return new Uint8Array(await response.arrayBuffer());
-  if (response.status !== 406) throw await failure(response);
   /** @type {Uint8Array<ArrayBuffer>[]} */
-  const parts = [];
+  let parts = [];
   let from = 0;
   let length = Infinity;
-  while (from < length) {
-    const part = await send(token, path, { headers: { Range: `bytes=${from}-` } });
+  /** @type {string | null} */
+  let etag = null;
+  for (let restarts = 0; from < length; ) {
+    const part = await send(token, `${path}&bytes=${from}-`);
     if (part.status !== 206) throw await failure(part);
     const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(part.headers.get("content-range") ?? "");
     if (!range || Number(range[1]) !== from) throw new ApiError(206, "unexpected Content-Range");
-    parts.push(new Uint8Array(await part.arrayBuffer()));
+    // The call changed between parts (a new revision): read it again from the start.
+    const tag = part.headers.get("etag");
+    if (from > 0 && tag !== etag) {
+      if (++restarts > 3) throw new ApiError(409, "the call keeps changing while it is read");
+      [parts, from, length, etag] = [[], 0, Infinity, null];
+      continue;
+    }
+    etag = tag;
+    const bytes = new Uint8Array(await part.arrayBuffer());
+    if (bytes.length !== Number(range[2]) - from + 1) throw new ApiError(206, "a part is not as long as its Content-Range");
+    parts.push(bytes);
     from = Number(range[2]) + 1;
     length = Number(range[3]);
   }

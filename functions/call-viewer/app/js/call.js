@@ -48,13 +48,19 @@ export async function showCall(root, context, id) {
     player.addEventListener("play", () => { frame = frame || requestAnimationFrame(follow); });
     player.addEventListener("seeked", follow);
     player.addEventListener("pause", follow);
+    // A host that refuses, a format the browser cannot play, or an http: URL on an https:
+    // page (the policy plays https: only): say so, and keep the link.
+    player.addEventListener("error", () => {
+      player.parentElement?.after(notice("The recording cannot be played here; its link is above.", "info"));
+    }, { once: true });
   }
-  const length = Number(summary.duration_ms) || Math.max(0, ...items.map((i) => (i.kind === "turn" ? i.end ?? i.start : i.start)));
+  const length = Number(summary.duration_ms) || items.reduce((most, i) => Math.max(most, i.kind === "turn" ? i.end ?? i.start : i.start), 0);
   const points = /** @type {[number, number][]} */ (items
     .filter((i) => i.kind === "turn" && typeof i.metadata?.e2e_latency === "number")
     .map((i) => [i.start, /** @type {any} */ (i).metadata.e2e_latency]));
 
-  const models = body.metadata?.ai_models;
+  // Normalisation merges `metadata` into `general_meta_data_raw`.
+  const models = body.general_meta_data_raw?.ai_models ?? body.metadata?.ai_models;
   fill(
     root,
     back,
@@ -84,7 +90,9 @@ export async function showCall(root, context, id) {
     section("Variables", () => json(body.collected_dynamic_variables ?? null)),
     section("Metadata", () => json({ metadata: body.metadata ?? null, general_meta_data_raw: body.general_meta_data_raw ?? null })),
     section("Revisions", () => revisions(context, id)),
-    h("p", {}, h("button", { type: "button", id: "download-raw", onclick: () => void download(context, id, call.revision) }, "Download the raw body")),
+    h("p", {}, h("button", { type: "button", id: "download-raw",
+      onclick: (/** @type {Event} */ e) => void download(context, id, call.revision, /** @type {HTMLButtonElement} */ (e.currentTarget)) },
+    "Download the raw body")),
     context.me.scopes.includes("erase") ? eraser(context, id) : null,
   );
   performance.mark("call-first-screen");
@@ -115,9 +123,10 @@ function revisions(context, id) {
     try {
       const list = await api.revisions(context.token, context.workspace, id);
       const pick = /** @type {HTMLSelectElement} */ (h("select", { id: "revision-pick", "aria-label": "Revision" },
-        h("option", { value: "" }, "Pick a revision…"),
-        ...list.revisions.map((/** @type {any} */ r) =>
-          h("option", { value: r.revision }, `revision ${r.revision} · ${when(r.received_at)} · ${String(r.operation ?? "")}`))));
+        h("option", { value: "" }, "Pick a revision…")));
+      for (const r of list.revisions) {
+        pick.appendChild(h("option", { value: r.revision }, `revision ${r.revision} · ${when(r.received_at)} · ${String(r.operation ?? "")}`));
+      }
       pick.addEventListener("change", () => void showChanges(context, id, Number(pick.value), changes));
       out.replaceChildren(pick, changes);
     } catch (e) {
@@ -138,16 +147,19 @@ async function showChanges(context, id, n, out) {
   out.replaceChildren(notice("Comparing…", "info"));
   try {
     const after = await api.getCall(context.token, context.workspace, id, n);
-    const before = n > 1 ? await api.getCall(context.token, context.workspace, id, n - 1).catch(() => null) : null;
-    const changes = diff(before?.document ?? null, after.document);
-    const title = before ? `What revision ${n} changed from revision ${n - 1}: ${changes.length} values` : `Revision ${n} is the first: every value is new`;
+    const before = n > 1 ? await api.getCall(context.token, context.workspace, id, n - 1) : null;
+    const { shown, total } = diff(before === null ? undefined : before.document, after.document, MAX_CHANGES);
+    const title = before ? `What revision ${n} changed from revision ${n - 1}: ${total} values` : `Revision ${n} is the first: every value is new`;
+    const rows = h("tbody", {});
+    for (const c of shown) {
+      rows.appendChild(h("tr", { class: c.op },
+        h("td", {}, c.op), h("td", { class: "c path" }, c.path), h("td", { class: "c before" }, c.before ?? ""), h("td", { class: "c after" }, c.after ?? "")));
+    }
     fill(
       out,
       h("p", {}, title),
-      h("table", { class: "diff" },
-        h("tbody", {}, ...changes.slice(0, MAX_CHANGES).map((c) => h("tr", { class: c.op },
-          h("td", {}, c.op), h("td", { class: "c path" }, c.path), h("td", { class: "c before" }, c.before ?? ""), h("td", { class: "c after" }, c.after ?? ""))))),
-      changes.length > MAX_CHANGES ? h("p", { class: "muted" }, `and ${changes.length - MAX_CHANGES} more`) : null,
+      h("table", { class: "diff" }, rows),
+      total > shown.length ? h("p", { class: "muted" }, `and ${total - shown.length} more`) : null,
     );
   } catch (e) {
     out.replaceChildren(notice(`Cannot compare: ${String(e)}`));
@@ -159,9 +171,19 @@ async function showChanges(context, id, n, out) {
  * @param {import("./main.js").Context} context
  * @param {number} id
  * @param {number} revision
+ * @param {HTMLButtonElement} button
  */
-async function download(context, id, revision) {
-  const blob = await api.raw(context.token, context.workspace, id, revision);
+async function download(context, id, revision, button) {
+  let blob;
+  try {
+    button.disabled = true;
+    blob = await api.raw(context.token, context.workspace, id, revision);
+  } catch (e) {
+    button.after(notice(`Cannot download the raw body: ${String(e)}`));
+    return;
+  } finally {
+    button.disabled = false;
+  }
   const url = URL.createObjectURL(blob);
   const a = h("a", { download: `call-${id}-revision-${revision}.json` });
   a.setAttribute("href", url);

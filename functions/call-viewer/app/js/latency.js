@@ -65,7 +65,7 @@ export function chart(points, length) {
   if (p50 === null || p95 === null) return h("p", { class: "muted" }, "No per-turn latencies in this call.");
   const width = 800;
   const height = 120;
-  const top = Math.max(...values, 1) * 1.1;
+  const top = values.reduce((most, v) => Math.max(most, v), 1) * 1.1;
   const x = (/** @type {number} */ t) => ((t / Math.max(length, 1)) * width).toFixed(1);
   const y = (/** @type {number} */ v) => (height - (v / top) * height).toFixed(1);
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img" });

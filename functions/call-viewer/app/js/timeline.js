@@ -5,10 +5,12 @@
 // screen hold elements (a 25 MB call has tens of thousands of turns). Words know their
 // time: clicking one seeks the recording, and the word being played is highlighted.
 
-import { content, h, json } from "./dom.js";
+import { append, content, h, json } from "./dom.js";
 import { offset } from "./format.js";
 import { badges } from "./latency.js";
 
+/** Roles with a style of their own; any other role (content says it) is styled as `other`. */
+const ROLES = new Set(["user", "agent"]);
 /** Items per block. */
 const BLOCK = 40;
 /** A block's height before it is first drawn, per item (px). */
@@ -102,11 +104,9 @@ function draw(item, index) {
         h("h4", {}, "Parameters"), json(item.params ?? null),
         h("h4", {}, item.error ? "Error" : "Result"), item.hasResult ? json(item.result) : h("p", { class: "muted" }, "none received")));
   }
-  const words = item.words.length
-    ? h("p", { class: "words c" }, ...item.words.flatMap((w, i) => [
-      h("span", { class: "w", "data-w": item.firstWord + i, "data-t": w.start }, w.text), " "]))
-    : h("p", { class: "words c" }, item.text);
-  return h("div", { class: `turn ${item.role}`, "data-item": index },
+  const words = h("p", { class: "words c" }, item.words.length ? null : item.text);
+  item.words.forEach((w, i) => append(words, [h("span", { class: "w", "data-w": item.firstWord + i, "data-t": w.start }, w.text), " "]));
+  return h("div", { class: `turn ${ROLES.has(item.role) ? item.role : "other"}`, "data-item": index },
     h("div", { class: "turn-head" },
       h("span", { class: "at", "data-t": item.start, title: "play from here" }, offset(item.start)),
       h("span", { class: "role c" }, item.role),

@@ -45,7 +45,11 @@ async fn no_unknown_or_revoked_credential_is_401_and_other_methods_405() {
     let f = two_workspaces(Scopes::of([Scope::Read]), &[], &[("DIRECTORY_CACHE_TTL_SECS", "0")]).await;
     for auth in [None, Some("Bearer cik_0000000000000000000000000000000000000000000000000"), Some("Basic abc")] {
         let a = send(&f.backend, Endpoint::Me, me(auth, Method::GET)).await;
-        assert_eq!((a.status, a.body["type"].as_str()), (401, Some("urn:call-ingest:problem:unauthorized")), "{auth:?}");
+        assert_eq!(
+            (a.status, a.body["type"].as_str()),
+            (401, Some("urn:call-ingest:problem:unauthorized")),
+            "{auth:?}"
+        );
     }
     f.backend.directory().revoke(f.key1.trim_start_matches("Bearer ")).await.unwrap();
     assert_eq!(send(&f.backend, Endpoint::Me, me(Some(&f.key1), Method::GET)).await.status, 401);

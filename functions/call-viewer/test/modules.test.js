@@ -1,0 +1,71 @@
+// The viewer's pure modules under Node's own test runner (`node --test`, in `make test`):
+// the revision diff, the word being played, tools joined with their results, percentiles.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { diff } from "../app/js/diff.js";
+import { percentile } from "../app/js/latency.js";
+import { itemsOf, wordAt } from "../app/js/timeline.js";
+
+test("the diff names every added, removed and changed leaf by its JSON pointer", () => {
+  const before = { call: { sentiment: "positive", tags: ["a", "b"], "a/b~c": 1, gone: { x: null }, kind: [1] } };
+  const after = { call: { sentiment: "negative", tags: ["a"], "a/b~c": 2, kind: { one: 1 }, new: {} } };
+  const { shown, total } = diff(before, after, 100);
+  assert.equal(total, shown.length);
+  const by = Object.fromEntries(shown.map((c) => [c.path, [c.op, c.before, c.after]]));
+  assert.deepEqual(by, {
+    "/call/sentiment": ["changed", '"positive"', '"negative"'],
+    "/call/tags/1": ["removed", '"b"', undefined],
+    "/call/a~1b~0c": ["changed", "1", "2"],
+    "/call/kind/0": ["removed", "1", undefined],
+    "/call/kind/one": ["added", undefined, "1"],
+    "/call/new": ["added", undefined, "{}"],
+    "/call/gone/x": ["removed", "null", undefined],
+  });
+  assert.deepEqual(diff(after, after, 100), { shown: [], total: 0 });
+  // The first revision: every value is new.
+  assert.deepEqual(diff(undefined, { a: [true] }, 100).shown, [{ op: "added", path: "/a/0", before: undefined, after: "true" }]);
+});
+
+test("the diff shows the first changes and counts the rest", () => {
+  const { shown, total } = diff({ xs: [] }, { xs: Array.from({ length: 1000 }, (_, i) => i) }, 10);
+  assert.equal(shown.length, 10);
+  assert.equal(total, 1001);
+});
+
+test("the diff stays linear under a long key holding many leaves", { timeout: 20_000 }, () => {
+  // Spelling every leaf's pointer would copy the 1 MB key 200,000 times (200 GB).
+  const key = "k".repeat(1 << 20);
+  const leaves = Array.from({ length: 200_000 }, (_, i) => i);
+  const { shown, total } = diff({ [key]: leaves }, { [key]: leaves.map((i) => i + 1) }, 5);
+  assert.equal(total, 200_000);
+  assert.equal(shown[0].path, `/${key}/0`);
+});
+
+test("the word being played is the last one started", () => {
+  const starts = [0, 400, 400, 900];
+  assert.deepEqual([-1, 0, 1, 2, 2, 3].map((_, i) => wordAt(starts, [-5, 0, 399, 400, 899, 5000][i])), [-1, 0, 0, 2, 2, 3]);
+});
+
+test("tool calls join their results by request id, in order, and any role keeps its text", () => {
+  const { items, wordStarts } = itemsOf([
+    { role: "agent", text: "hi", start_ms: 0, end_ms: 500, words: [{ word: "hi", start_ms: 10, end_ms: 300 }] },
+    { role: "agent_function", tool: { name: "lookup", request_id: "r1", params: { q: 1 }, start_ms: 600 } },
+    { role: "agent_function", tool: { name: "other", request_id: "r2", params: {}, start_ms: 700 } },
+    { role: "agent_result", tool: { name: "lookup", request_id: "r1", result: { ok: true }, start_ms: 600, end_ms: 950 } },
+    { role: "node_transition", start_ms: 1000, node: { from: "a", to: "b" } },
+    { role: "<b>", text: "x", start_ms: 1100 },
+  ]);
+  assert.deepEqual(items.map((i) => i.kind), ["turn", "tool", "tool", "node", "turn"]);
+  assert.deepEqual(wordStarts, [10]);
+  const [lookup, other] = /** @type {any[]} */ (items.slice(1, 3));
+  assert.deepEqual([lookup.name, lookup.params, lookup.result, lookup.end - lookup.start], ["lookup", { q: 1 }, { ok: true }, 350]);
+  assert.equal(other.hasResult, false);
+});
+
+test("percentiles are nearest-rank", () => {
+  const values = Array.from({ length: 20 }, (_, i) => 20 - i);
+  assert.equal(percentile(values, 50), 10);
+  assert.equal(percentile(values, 95), 19);
+  assert.equal(percentile([], 50), null);
+});
