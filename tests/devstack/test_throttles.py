@@ -61,5 +61,8 @@ def test_what_api_gateway_lets_through_lambda_can_run():
         if method == "POST":
             assert burst >= 100, (method, path, burst)
     assert shared_burst <= UNRESERVED and shared_rate <= UNRESERVED / 0.25, (shared_burst, shared_rate)
+    # Fixed, not from the readers' parameters: a larger ReaderReservedConcurrency must not
+    # take the unreserved routes past the account's 100.
+    assert all(f"{m} {p}" in t.routes for m, p, b in gateway.ROUTES if b in ("get-me", "call-viewer"))
     # A first page load of the viewer (13 files) passes its route's burst.
     assert t.limits("GET /app/{proxy+}")[0] >= 13

@@ -419,6 +419,10 @@ def test_hostile_content_renders_as_inert_text(tab, viewer):
     texts = page.evaluate("() => [...document.querySelectorAll('main *')].map(e => e.textContent)")
     for payload in XSS:
         assert payload in texts, payload
+    # The bidi overrides are isolated: every element that holds one alone is `unicode-bidi: isolate`.
+    bidi = page.evaluate("""b => [...document.querySelectorAll('main *')].filter(e => e.textContent === b)
+                                     .map(e => getComputedStyle(e).unicodeBidi)""", XSS[3])
+    assert bidi and set(bidi) == {"isolate"}, bidi
     assert XSS[0] in page.inner_text("#section-analysis pre")
     assert page.locator("audio").count() == 0, "a javascript: URL is no source"
     hrefs = page.eval_on_selector_all("body [href], body [src]", "es => es.map(e => e.getAttribute('href') || e.getAttribute('src'))")

@@ -112,6 +112,7 @@ fn split_stage(path: &str) -> Option<(&str, &str)> {
     let (stage, rest) = path.split_at(at);
     let stage_ok = stage.is_empty()
         || ((2..=129).contains(&stage.len())
+            && stage.starts_with('/')
             && stage[1..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
     (stage_ok && is_app(rest)).then_some((stage, rest))
 }

@@ -22,6 +22,11 @@ test("the diff names every added, removed and changed leaf by its JSON pointer",
     "/call/new": ["added", undefined, "{}"],
     "/call/gone/x": ["removed", "null", undefined],
   });
+  // In the new document's order, removed members after the rest; a changed kind removed, then added.
+  assert.deepEqual(shown.map((c) => c.path), ["/call/sentiment", "/call/tags/1", "/call/a~1b~0c", "/call/kind/0",
+    "/call/kind/one", "/call/new", "/call/gone/x"]);
+  assert.deepEqual(diff({ a: {} }, { a: {} }, 10).total, 0);
+  assert.deepEqual(diff({ a: { b: 1 } }, { a: {} }, 10).shown.map((c) => [c.op, c.path]), [["removed", "/a/b"]]);
   assert.deepEqual(diff(after, after, 100), { shown: [], total: 0 });
   // The first revision: every value is new.
   assert.deepEqual(diff(undefined, { a: [true] }, 100).shown, [{ op: "added", path: "/a/0", before: undefined, after: "true" }]);
@@ -30,7 +35,8 @@ test("the diff names every added, removed and changed leaf by its JSON pointer",
 test("the diff shows the first changes and counts the rest", () => {
   const { shown, total } = diff({ xs: [] }, { xs: Array.from({ length: 1000 }, (_, i) => i) }, 10);
   assert.equal(shown.length, 10);
-  assert.equal(total, 1001);
+  assert.equal(total, 1000, "an empty list that fills: its members added, nothing removed");
+  assert.deepEqual(shown.slice(0, 2).map((c) => [c.op, c.path]), [["added", "/xs/0"], ["added", "/xs/1"]]);
 });
 
 test("the diff stays linear under a long key holding many leaves", { timeout: 20_000 }, () => {

@@ -144,6 +144,11 @@ pub enum Asked {
 /// (see [`gzip_parts`]; `Content-Range` says which were sent), so that an answer too large
 /// for one Lambda response is read in parts.
 pub fn asked(request: &lambda_http::http::HeaderMap, total: usize) -> Asked {
+    // Our tags are weak and we send no Last-Modified, so an If-Range never matches strongly:
+    // the whole answer (RFC 9110 13.1.5).
+    if request.contains_key(header::IF_RANGE) {
+        return Asked::Ignored;
+    }
     let most = if gzip_parts(request) { MAX_GZIP_RANGE_BYTES } else { MAX_RANGE_BYTES };
     match request.get(header::RANGE).map(|r| byte_range(r.to_str().unwrap_or_default(), total)) {
         Some(Asked::Range(first, last)) => Asked::Range(first, last.min(first.saturating_add(most - 1))),
@@ -446,6 +451,11 @@ mod tests {
         let r = encoded(200, json.clone(), &h, "r").unwrap();
         assert!(r.headers().get(header::CONTENT_ENCODING).is_none());
         assert_eq!(r.body().len(), MAX_RANGE_BYTES);
+        // An If-Range never matches our weak tags: the whole answer.
+        let mut h = accept("gzip");
+        h.insert(header::RANGE, HeaderValue::from_static("bytes=100-"));
+        h.insert(header::IF_RANGE, HeaderValue::from_static("W/\"1-1-ab\""));
+        assert_eq!(asked(&h, json.len()), Asked::Ignored);
         // A Range header keeps HTTP's meaning, gzip taken or not: 3 MiB of identity bytes.
         let mut h = accept("gzip");
         h.insert(header::RANGE, HeaderValue::from_static("bytes=100-"));

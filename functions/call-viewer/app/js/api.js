@@ -85,16 +85,17 @@ async function bytesOf(token, path) {
   let etag = null;
   for (let restarts = 0; from < length; ) {
     const part = await send(token, `${path}&bytes=${from}-`);
-    if (part.status !== 206) throw await failure(part);
-    const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(part.headers.get("content-range") ?? "");
-    if (!range || Number(range[1]) !== from) throw new ApiError(206, "unexpected Content-Range");
-    // The call changed between parts (a new revision): read it again from the start.
+    // The call changed between parts (a new revision, perhaps shorter than where we are):
+    // read it again from the start.
     const tag = part.headers.get("etag");
-    if (from > 0 && tag !== etag) {
+    if (from > 0 && (part.status === 416 || (part.status === 206 && tag !== etag))) {
       if (++restarts > 3) throw new ApiError(409, "the call keeps changing while it is read");
       [parts, from, length, etag] = [[], 0, Infinity, null];
       continue;
     }
+    if (part.status !== 206) throw await failure(part);
+    const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(part.headers.get("content-range") ?? "");
+    if (!range || Number(range[1]) !== from) throw new ApiError(206, "unexpected Content-Range");
     etag = tag;
     const bytes = new Uint8Array(await part.arrayBuffer());
     if (bytes.length !== Number(range[2]) - from + 1) throw new ApiError(206, "a part is not as long as its Content-Range");

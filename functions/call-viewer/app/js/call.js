@@ -127,7 +127,12 @@ function revisions(context, id) {
       for (const r of list.revisions) {
         pick.appendChild(h("option", { value: r.revision }, `revision ${r.revision} · ${when(r.received_at)} · ${String(r.operation ?? "")}`));
       }
-      pick.addEventListener("change", () => void showChanges(context, id, Number(pick.value), changes));
+      // Only the last pick's answer is shown, whichever comes back first.
+      let asked = 0;
+      pick.addEventListener("change", () => {
+        const mine = ++asked;
+        void showChanges(context, id, Number(pick.value), changes, () => mine === asked);
+      });
       out.replaceChildren(pick, changes);
     } catch (e) {
       out.replaceChildren(notice(`Cannot list revisions: ${String(e)}`));
@@ -141,13 +146,15 @@ function revisions(context, id) {
  * @param {number} id
  * @param {number} n
  * @param {HTMLElement} out
+ * @param {() => boolean} current whether this is still the revision asked for
  */
-async function showChanges(context, id, n, out) {
+async function showChanges(context, id, n, out, current) {
   if (!n) return out.replaceChildren();
   out.replaceChildren(notice("Comparing…", "info"));
   try {
     const after = await api.getCall(context.token, context.workspace, id, n);
     const before = n > 1 ? await api.getCall(context.token, context.workspace, id, n - 1) : null;
+    if (!current()) return;
     const { shown, total } = diff(before === null ? undefined : before.document, after.document, MAX_CHANGES);
     const title = before ? `What revision ${n} changed from revision ${n - 1}: ${total} values` : `Revision ${n} is the first: every value is new`;
     const rows = h("tbody", {});
@@ -162,7 +169,7 @@ async function showChanges(context, id, n, out) {
       total > shown.length ? h("p", { class: "muted" }, `and ${total - shown.length} more`) : null,
     );
   } catch (e) {
-    out.replaceChildren(notice(`Cannot compare: ${String(e)}`));
+    if (current()) out.replaceChildren(notice(`Cannot compare: ${String(e)}`));
   }
 }
 

@@ -44,8 +44,11 @@ function pointer(chain) {
 }
 
 /**
- * The changes from `before` to `after` (undefined: absent), in `after`'s order, each
- * container's removals after its own members: the first `most`, and how many in all.
+ * The changes from `before` to `after` (undefined: absent), in `after`'s order (an
+ * object's keys as JavaScript orders them), each container's removed members after its
+ * other members; a value whose kind changed is removed, then added. An empty container
+ * that gains members only has them added (and one that loses them, removed). The first
+ * `most`, and how many in all.
  * @param {unknown} before
  * @param {unknown} after
  * @param {number} most
@@ -91,7 +94,10 @@ export function diff(before, after, most) {
       if (lb !== la) record("changed", chain, lb, la);
       return;
     }
-    if (lb !== null || la !== null || Array.isArray(a) !== Array.isArray(b)) {
+    const sameKind = Array.isArray(a) === Array.isArray(b) && container(a) && container(b);
+    if (sameKind && lb !== null) return every(a, chain, "added");
+    if (sameKind && la !== null) return every(b, chain, "removed");
+    if (lb !== null || la !== null || !sameKind) {
       every(b, chain, "removed");
       return every(a, chain, "added");
     }
