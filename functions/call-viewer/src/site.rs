@@ -3,6 +3,7 @@
 
 use std::io::Write as _;
 
+use call_ingest_core::api::accept_encoding::takes_gzip;
 use lambda_http::http::{header, HeaderValue, Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 
@@ -156,19 +157,7 @@ fn asset(rest: &str, gzip: bool) -> Response<Body> {
 }
 
 fn accepts_gzip(request: &Request) -> bool {
-    request
-        .headers()
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';');
-            let name = parts.next().unwrap_or_default().trim();
-            let refused =
-                parts.any(|p| matches!(p.trim().replace(' ', "").as_str(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
-            name.eq_ignore_ascii_case("gzip") && !refused
-        })
+    takes_gzip(request.headers().get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()))
 }
 
 fn bytes(status: StatusCode, body: &[u8], content_type: &'static str, gzip: bool) -> Response<Body> {

@@ -4,6 +4,7 @@ use lambda_http::http::{header, HeaderValue, Response, StatusCode};
 use lambda_http::Body;
 
 use crate::{problems, Endpoint};
+use call_ingest_core::api::accept_encoding::takes_gzip;
 use call_ingest_core::api::Problem;
 
 /// How long a client should wait before retrying after a 429 or a 503, in seconds.
@@ -286,22 +287,7 @@ fn carried_as_text(body: &[u8]) -> usize {
 /// Whether `Accept-Encoding` takes gzip: `gzip` or `x-gzip` with a weight above 0, else
 /// `*` with one when gzip is not named (RFC 9110 12.5.3).
 pub fn accepts_gzip(request: &lambda_http::http::HeaderMap) -> bool {
-    let (mut named, mut any) = (None::<bool>, false);
-    let codings = request.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok());
-    for coding in codings.flat_map(|v| v.split(',')) {
-        let mut parts = coding.split(';');
-        let name = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
-        let weight = parts
-            .filter_map(|p| p.trim().strip_prefix("q=").or_else(|| p.trim().strip_prefix("Q=")))
-            .find_map(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
-        match name.as_str() {
-            "gzip" | "x-gzip" => named = Some(named.unwrap_or(false) || weight > 0.0),
-            "*" => any = weight > 0.0,
-            _ => {}
-        }
-    }
-    named.unwrap_or(any)
+    takes_gzip(request.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()))
 }
 
 fn gzip_bytes(data: &[u8]) -> Vec<u8> {

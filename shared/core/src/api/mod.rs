@@ -3,6 +3,7 @@
 //! Request types are read leniently (see [`lenient`]): a value of the wrong JSON type does
 //! not abort parsing but is recorded, so validation can report every problem at once.
 
+pub mod accept_encoding;
 pub mod counts;
 pub mod create_call;
 pub mod lenient;
