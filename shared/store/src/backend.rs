@@ -136,8 +136,8 @@ impl Backend {
     fn send_budget<'a>(
         &'a self,
         lookup: &'a crate::directory::Lookup,
-    ) -> impl Fn(u64) -> futures_util::future::BoxFuture<'a, bool> + Sync + 'a {
-        move |workspace_id: u64| -> futures_util::future::BoxFuture<'a, bool> {
+    ) -> impl Fn(u64) -> futures_util::future::BoxFuture<'a, Result<bool, crate::calls::StoreError>> + Sync + 'a {
+        move |workspace_id: u64| -> futures_util::future::BoxFuture<'a, Result<bool, crate::calls::StoreError>> {
             let default = self.config.rate_limit;
             Box::pin(async move { self.directory().take_send(lookup, workspace_id, default).await })
         }

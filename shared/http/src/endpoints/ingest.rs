@@ -16,7 +16,7 @@ use call_ingest_core::api::responses::{AcceptedResponse, CreateCallResponse, Sen
 use call_ingest_core::api::send_call_data::{peek_agent_id, PEEK_BYTES};
 use call_ingest_core::api::{Code, Problem, Violation};
 use call_ingest_core::call::{self, CallDocument, Operation};
-use call_ingest_store::calls::{Outcome, Owner, StoreError, Stored};
+use call_ingest_store::calls::{Outcome, Owner, Receipt, StoreError, Stored};
 use call_ingest_store::directory::AgentRef;
 
 /// How long S3 and DynamoDB get to store a call (its compression not counted) before it is
@@ -170,11 +170,15 @@ pub(crate) async fn store_call(
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
     let call_id = doc.call_id().to_owned();
+    // This submission's identity, for the direct write and its pending copy alike: the copy
+    // of a write applied late (after the budget ran out) changes nothing when committed.
+    let receipt = Receipt::new(received).map_err(|e| storage_problem(e, "the call could not be stored"))?;
     let failed = match pace {
         Pace::Later => StoreError::Unavailable("the workspace is over its send budget".into()),
         Pace::Now => {
             let started = std::time::Instant::now();
-            let committed = backend.store().put_call_within(owner, doc, raw, backend.patience.budget()).await;
+            let budget = backend.patience.budget();
+            let committed = backend.store().put_call_within(owner, doc, raw, &receipt, budget).await;
             backend.patience.record(started.elapsed(), committed.is_ok());
             match committed {
                 Ok(stored) => {
@@ -188,7 +192,7 @@ pub(crate) async fn store_call(
     };
     tracing::warn!(reason = %failed, "call not committed now; kept as pending");
     let pending =
-        tokio::time::timeout(PENDING_BUDGET, backend.store().put_pending(owner, operation, &call_id, raw, received));
+        tokio::time::timeout(PENDING_BUDGET, backend.store().put_pending(owner, operation, &call_id, raw, &receipt));
     match pending.await {
         Ok(Ok(_)) => {
             log.accepted = true;

@@ -28,8 +28,10 @@ use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
 
 /// How long an erase's tombstone guards against late copies of the erased call's writes
-/// (DynamoDB's TTL removes it some time after).
-const TOMBSTONE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// (DynamoDB's TTL removes it some time after): longer than any pending copy that could name
+/// the call lives ([`super::pending::EXPIRES_AFTER`], 7 days), so none committed late can
+/// bring it back.
+const TOMBSTONE_TTL: Duration = Duration::from_secs(8 * 24 * 3600);
 /// Most erased ids a tombstone (and the calls stored over it) keeps.
 const MAX_ERASED_IDS: usize = 64;
 
@@ -50,6 +52,9 @@ impl Store {
     /// call id but another internal id (stored again after an erase) is left alone.
     pub async fn erase_call(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<Erased, StoreError> {
         let pk = call_pk(workspace_id, call_id);
+        // Only what was received before this erase began is its to remove: a late or
+        // repeated erase never reaches a submission sent after it.
+        let began = super::now_ms();
         let mut removed = 0;
         // Whether this request tried to replace the head: a tombstone naming the id, found
         // afterwards, was then most likely its own write (a conflict or a lost reply hid it).
@@ -77,8 +82,9 @@ impl Store {
                 tokio::time::sleep(backoff(round)).await;
                 continue;
             }
-            // Its pending submissions (accepted, not committed yet) go too: the erase wins.
-            self.delete_pending_of(workspace_id, call_id).await?;
+            // Its pending submissions (accepted, not committed yet) go too, and copies kept
+            // under failed/: the erase wins.
+            self.delete_pending_of(workspace_id, call_id, began).await?;
             let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
             futures_util::future::try_join_all(frames.map(|key| self.frames.delete(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));

@@ -2,12 +2,14 @@
 //! `codec`) when it is larger than [`INLINE_MAX`], where DynamoDB's write units cost more
 //! than one S3 PUT. The head or revision item keeps the object's key (`frame_key`).
 //!
-//! Keys are content-addressed within the call: `frames/<workspace>/<sha256 of the provider
-//! call id>/<sha256 of the frame>` (each 32 hex). Submissions of the same bytes (replays
-//! racing each other, the SDK's retry of a PUT whose reply was lost, a late copy of it) name
-//! the same object, and `If-None-Match: *` writes it once. A replay that finds the head
-//! already holding its content writes nothing at all. An erase finds a call's objects from
-//! its items. The object carries the submission's identity as metadata (workspace, agent,
+//! Keys belong to one submission: `frames/<workspace>/<sha256 of the provider call id, 32
+//! hex>/<submission token>-<sha256 of the frame, 32 hex>`. The SDK's retry of a PUT whose
+//! reply was lost, a late copy of it, and the commit of the same submission's pending copy
+//! name the same object, and `If-None-Match: *` writes it once. Another submission of the
+//! same bytes (a call stored again after an erase) names another object, so a late or
+//! repeated delete of an erased call's frame can never reach a call stored after it. A
+//! replay that finds the head already holding its content writes nothing at all. An erase
+//! finds a call's objects from its items. The object carries the submission's identity as metadata (workspace, agent,
 //! provider call id, received time), so it can be committed or swept without DynamoDB.
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -59,11 +61,12 @@ impl Frames {
         &self.bucket
     }
 
-    /// The key of `frame`, of call `call_id` in `workspace_id`.
-    pub fn key(workspace_id: u64, call_id: &str, frame: &[u8]) -> String {
+    /// The key of `frame`, written by submission `token` of call `call_id` in `workspace_id`.
+    pub fn key(workspace_id: u64, call_id: &str, token: &str, frame: &[u8]) -> String {
         let call = Sha256::digest(call_id.as_bytes());
         let content = Sha256::digest(frame);
-        format!("frames/{workspace_id}/{}/{}", hex(&call[..16]), hex(&content[..16]))
+        let token: String = token.chars().filter(char::is_ascii_alphanumeric).take(32).collect();
+        format!("frames/{workspace_id}/{}/{token}-{}", hex(&call[..16]), hex(&content[..16]))
     }
 
     /// Writes `frame` at `key` unless an object is there already (the same bytes: the key
@@ -159,14 +162,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_are_per_workspace_call_and_content_and_never_hold_the_call_id() {
-        let a = Frames::key(7, "call/../1 ü", b"frame");
+    fn keys_are_per_workspace_call_submission_and_content_and_never_hold_the_call_id() {
+        let a = Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff", b"frame");
         assert!(a.starts_with("frames/7/"), "{a}");
         let hex32 = |h: &str| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit());
-        assert!(a.split('/').skip(2).all(hex32) && a.split('/').count() == 4, "{a}");
-        assert_eq!(a, Frames::key(7, "call/../1 ü", b"frame"), "the same bytes, the same key");
-        assert_ne!(a, Frames::key(8, "call/../1 ü", b"frame"));
-        assert_ne!(a, Frames::key(7, "call/../2 ü", b"frame"));
-        assert_ne!(a, Frames::key(7, "call/../1 ü", b"frame2"));
+        let parts: Vec<&str> = a.split('/').collect();
+        assert!(parts.len() == 4 && hex32(parts[2]), "{a}");
+        let (token, content) = parts[3].split_once('-').unwrap();
+        assert!(token == "00ff00ff00ff00ff" && hex32(content), "{a}");
+        assert_eq!(a, Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff", b"frame"), "one submission, one key");
+        assert_ne!(a, Frames::key(7, "call/../1 ü", "11ff00ff00ff00ff", b"frame"), "another submission, another key");
+        assert_ne!(a, Frames::key(8, "call/../1 ü", "00ff00ff00ff00ff", b"frame"));
+        assert_ne!(a, Frames::key(7, "call/../2 ü", "00ff00ff00ff00ff", b"frame"));
+        assert_ne!(a, Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff", b"frame2"));
+        assert!(!Frames::key(7, "c", "../x", b"f").contains(".."), "a token never escapes its folder");
     }
 }

@@ -38,6 +38,7 @@ use call_ingest_core::call::CallDocument;
 use create::Creation;
 use error::{transaction_outcome, Transaction};
 use ids::IdBlocks;
+use item::is_erasing;
 use item::{erased_at, get_u64, is_tombstone, names_erased, s, Item, HEAD};
 use submission::{id_and_revision, Submission};
 
@@ -46,7 +47,7 @@ pub use error::{cancellation_codes, StoreError};
 pub use frames::Frames;
 pub use list::{CallSummary, Listing, Page, Position};
 pub use read::{CallAt, Part, RevisionInfo, StoredCall, StoredRevision};
-pub use submission::dynamodb_number;
+pub use submission::{dynamodb_number, Receipt};
 
 /// Attempts at storing one submission (creates and revisions that lost a race or met a
 /// transaction in progress) before answering "try again".
@@ -54,6 +55,22 @@ const MAX_ATTEMPTS: usize = 40;
 /// No new attempt starts after this long: an answer reaches the client well inside the
 /// function's 29 s timeout and API Gateway's 30 s.
 const DEADLINE: Duration = Duration::from_secs(18);
+
+/// How a submission reaches the store: answered now, or the pending copy of one answered
+/// 202, committed later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Direct,
+    Pending,
+}
+
+/// What one commit did besides its items: whether it wrote its frame, and whether a write
+/// of its may have been applied without an answer saying so.
+struct Attempt<'a> {
+    external: Option<&'a (String, bytes::Bytes)>,
+    wrote_frame: bool,
+    maybe_applied: bool,
+}
 
 /// Who a call belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,11 +118,14 @@ pub struct Store {
     frames: Frames,
     table: String,
     ids: IdBlocks,
+    /// What the commits of pending submissions running on this instance hold.
+    commit_memory: pending::CommitMemory,
 }
 
 impl Store {
     pub fn new(client: Client, frames: Frames, table: impl Into<String>, id_block_size: u64) -> Self {
-        Store { client, frames, table: table.into(), ids: IdBlocks::new(id_block_size) }
+        let commit_memory = pending::CommitMemory::new();
+        Store { client, frames, table: table.into(), ids: IdBlocks::new(id_block_size), commit_memory }
     }
 
     /// The frames' bucket.
@@ -124,63 +144,105 @@ impl Store {
     /// Stores a submission: creates the call, leaves it as it is, or adds a revision.
     /// `raw` is the request body exactly as received.
     pub async fn put_call(&self, owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Stored, StoreError> {
-        let sub = Submission::prepare(owner, doc, raw)?;
-        self.commit(owner, doc.call_id(), sub, None).await?.ok_or_else(dropped)
+        let sub = Submission::prepare(owner, doc, raw, &Receipt::now()?)?;
+        self.commit(owner, doc.call_id(), sub, Path::Direct).await?.ok_or_else(dropped)
     }
 
-    /// [`Store::put_call`], with at most `budget` for S3 and DynamoDB (compressing the
-    /// call is not counted): past it, "try again" (the write in flight may still apply).
+    /// [`Store::put_call`] of the submission `receipt`, with at most `budget` for S3 and
+    /// DynamoDB (compressing the call is not counted): past it, "try again" (the write in
+    /// flight may still apply; its pending copy, under the same receipt, then changes
+    /// nothing).
     pub async fn put_call_within(
         &self,
         owner: Owner<'_>,
         doc: &CallDocument,
         raw: &[u8],
+        receipt: &Receipt,
         budget: Duration,
     ) -> Result<Stored, StoreError> {
-        let sub = Submission::prepare(owner, doc, raw)?;
-        match tokio::time::timeout(budget, self.commit(owner, doc.call_id(), sub, None)).await {
+        let sub = Submission::prepare(owner, doc, raw, receipt)?;
+        match tokio::time::timeout(budget, self.commit(owner, doc.call_id(), sub, Path::Direct)).await {
             Ok(committed) => committed?.ok_or_else(dropped),
             Err(_) => Err(StoreError::Unavailable(format!("not stored within {} ms", budget.as_millis()))),
         }
     }
 
-    /// [`Store::put_call`], for a submission received at `received` (epoch ms) and
-    /// committed later: `None` when its call was erased after it was received (the erase
-    /// wins; nothing is written).
+    /// [`Store::put_call`], for the pending copy of submission `receipt`, committed later:
+    /// `None` when its call was erased after it was received (the erase wins; nothing is
+    /// written, and a frame it wrote is removed).
     pub(super) async fn put_call_received(
         &self,
         owner: Owner<'_>,
         doc: &CallDocument,
         raw: &[u8],
-        received: u64,
-        token: &str,
+        receipt: &Receipt,
     ) -> Result<Option<Stored>, StoreError> {
-        let sub = Submission::prepare(owner, doc, raw)?.received_as(received, token);
-        self.commit(owner, doc.call_id(), sub, Some(received)).await
+        let sub = Submission::prepare(owner, doc, raw, receipt)?;
+        self.commit(owner, doc.call_id(), sub, Path::Pending).await
     }
 
-    /// Writes a prepared submission (see [`Store::put_call_received`]).
+    /// Writes a prepared submission; then, when it stored nothing, removes the frame it
+    /// wrote to S3 unless an item of its own names it (a submission that found its content
+    /// there already, or that an erase dropped, leaves no orphan behind).
     async fn commit(
         &self,
         owner: Owner<'_>,
         call_id: &str,
         mut sub: Submission,
-        received: Option<u64>,
+        path: Path,
+    ) -> Result<Option<Stored>, StoreError> {
+        let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
+        let mut attempt = Attempt { external: external.as_ref(), wrote_frame: false, maybe_applied: false };
+        let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
+        let stored_nothing = match &result {
+            Ok(None) => true,
+            Ok(Some(stored)) => stored.outcome == Outcome::Unchanged,
+            Err(_) => false,
+        };
+        if let (true, true, Some((key, _))) = (stored_nothing, attempt.wrote_frame, &external) {
+            // Only this submission's items name its frame: none was written when its
+            // identity is nowhere in the call.
+            let ours = matches!(&result, Ok(Some(_))) && self.holds_identity(&sub, None).await.unwrap_or(true);
+            if !ours {
+                if let Err(e) = self.frames.delete(key).await {
+                    tracing::warn!(error = %e, "an unused frame was not removed");
+                }
+            }
+        }
+        result
+    }
+
+    /// The attempts at writing a prepared submission (see [`Store::commit`]).
+    async fn commit_attempts(
+        &self,
+        owner: Owner<'_>,
+        call_id: &str,
+        sub: &Submission,
+        path: Path,
+        attempt: &mut Attempt<'_>,
     ) -> Result<Option<Stored>, StoreError> {
         let started = Instant::now();
         let mut requests = 0;
+        let received = sub.received_ms;
+        // An erase after this submission was received wins over a pending copy (a direct
+        // submission overlaps the erase: it may land either way).
+        let erased_since = |item: &Item| path == Path::Pending && erased_at(item) >= received;
         // The head as last read: `None` until read (a small call tries to create first).
         let mut seen: Option<Option<Item>> = None;
-        // A frame for S3, written before any item points at it.
-        let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
-        if let Some((key, frame)) = &external {
-            // A large submission is checked first, so a replay writes no object.
+        if let Some((key, frame)) = attempt.external {
+            // A large submission is checked first, so a replay writes no object, and a
+            // pending copy of an erased call writes none either.
             requests += 1;
-            let head = self.head(&sub.pk).await?;
-            if let Some(head) = head.as_ref().filter(|h| sub.same_content(h)) {
+            let found = self.item(&sub.pk, HEAD).await?;
+            if found.as_ref().is_some_and(erased_since) {
+                return Ok(None);
+            }
+            let head = found.filter(|item| !is_tombstone(item));
+            if let Some(head) = head.as_ref().filter(|h| sub.same_content(h) && !is_erasing(h)) {
                 return unchanged(head, requests).map(Some);
             }
-            self.frames.put(key, frame.clone(), owner, call_id, sub.received_ms).await?;
+            self.frames.put(key, frame.clone(), owner, call_id, received).await?;
+            attempt.wrote_frame = true;
             seen = Some(head);
         }
         // The id this submission creates the call with, once taken. It is given back only
@@ -188,7 +250,7 @@ impl Store {
         let mut id = None;
         // An erase's tombstone at the head's key, once seen: the call is created over it.
         let mut tombstone = None;
-        for attempt in 0..MAX_ATTEMPTS {
+        for round in 0..MAX_ATTEMPTS {
             if started.elapsed() > DEADLINE {
                 break;
             }
@@ -203,14 +265,15 @@ impl Store {
                         }
                     };
                     requests += 1;
-                    let creation = match self.create(&sub, new_id, tombstone.as_ref()).await {
+                    let creation = match self.create(sub, new_id, tombstone.as_ref()).await {
                         Ok(creation) => creation,
-                        Err(e) => return self.settle(&sub, Some(new_id), e, requests).await.map(Some),
+                        Err(e) => return self.settle(sub, Some(new_id), e, requests).await.map(Some),
                     };
                     let found = match creation {
                         Creation::Created => return Ok(Some(sub.stored(new_id, Outcome::Created, 1, requests))),
                         Creation::Conflict => {
-                            tokio::time::sleep(backoff(attempt)).await;
+                            attempt.maybe_applied = true;
+                            tokio::time::sleep(backoff(round)).await;
                             continue;
                         }
                         Creation::Exists(Some(found)) => found,
@@ -233,15 +296,10 @@ impl Store {
                         return Ok(Some(sub.stored(new_id, Outcome::Created, 1, requests)));
                     }
                     if is_tombstone(&found) {
-                        if received.is_some_and(|r| erased_at(&found) >= r) {
+                        if erased_since(&found) {
                             // Erased after this submission was received: the erase wins.
                             self.ids.give_back(new_id).await;
                             return Ok(None);
-                        }
-                        if let Some((key, frame)) = &external {
-                            // The erase deleted the frames of its call, this one too when
-                            // it had the same bytes: written again before a head points at it.
-                            self.frames.put(key, frame.clone(), owner, call_id, sub.received_ms).await?;
                         }
                         tombstone = Some(found);
                         continue;
@@ -251,10 +309,16 @@ impl Store {
                     found
                 }
             };
-            if received.is_some_and(|r| erased_at(&head) >= r) {
+            if erased_since(&head) {
                 // Created anew after an erase that came after this submission: the erase
                 // wins, and the new call is not this submission's.
                 return Ok(None);
+            }
+            if is_erasing(&head) {
+                // An erase began and has not finished (it answered "try again"): neither a
+                // revision (it would make the erased content readable again) nor a replay.
+                // The submission waits, pending, for the erase to be finished.
+                return Err(StoreError::Unavailable("the call is being erased".into()));
             }
             if sub.same_content(&head) {
                 if sub.wrote(&head) {
@@ -264,29 +328,41 @@ impl Store {
                 }
                 return unchanged(&head, requests).map(Some);
             }
-            if sub.was_committed(&head) {
-                // This pending object was committed already (by the queue and the sweep at
-                // once, or again after its delete failed).
+            if sub.kept_late(&head) {
+                // A replay of a provider's earlier event, already kept below the head.
                 return unchanged(&head, requests).map(Some);
             }
+            if path == Path::Pending || attempt.maybe_applied {
+                // This submission may be stored already (its direct write, applied after
+                // its answer said 202; an attempt whose reply was lost) under content that
+                // has changed since: stored once, it is never stored again.
+                requests += 1;
+                if self.holds_identity(sub, Some(&head)).await? {
+                    return unchanged(&head, requests).map(Some);
+                }
+            }
             requests += 1;
-            // A later stage of the provider's events wins over the received times: a pending
-            // `call_analyzed` committed after a later `call_ended` still becomes current.
-            let received_later = received.is_some_and(|r| get_u64(&head, "updated_at").is_some_and(|at| at > r));
+            // One clock orders submissions: when they were received (a direct one's too). A
+            // pending one committed after a later one is kept below it; direct ones overlap
+            // whatever they find, and land in the order they commit. A later stage of the
+            // provider's events wins over both: a pending `call_analyzed` committed after a
+            // later `call_ended` still becomes current.
+            let received_later = path == Path::Pending && get_u64(&head, "updated_at").is_some_and(|at| at > received);
             let newer_is_current = sub.outranked_by(&head) || (received_later && !sub.outranks(&head));
             let written = match newer_is_current {
                 // A submission received after this one is current (or a later stage of the
                 // provider's events): this one is kept as a revision and the current content
                 // stays current, whatever order they commit in.
-                true => self.insert_late(&sub, &head).await,
-                false => self.revise(&sub, &head).await,
+                true => self.insert_late(sub, &head).await,
+                false => self.revise(sub, &head).await,
             };
+            attempt.maybe_applied = true;
             match written {
                 Ok(Some(stored)) => return Ok(Some(Stored { requests, ..stored })),
                 Ok(None) => {}
-                Err(e) => return self.settle(&sub, None, e, requests).await.map(Some),
+                Err(e) => return self.settle(sub, None, e, requests).await.map(Some),
             }
-            tokio::time::sleep(backoff(attempt)).await;
+            tokio::time::sleep(backoff(round)).await;
             requests += 1;
             seen = Some(self.head(&sub.pk).await?);
         }
@@ -295,7 +371,7 @@ impl Store {
 
     /// After a create (with `id`) or a revision failed with "try again": DynamoDB may have
     /// applied it all the same (a reply lost, then every retry of the SDK's failed). The
-    /// head says whether this submission wrote it; else the error stands.
+    /// call says whether this submission is stored; else the error stands.
     async fn settle(
         &self,
         sub: &Submission,
@@ -316,10 +392,27 @@ impl Store {
             let (id, revision) = id_and_revision(&head)?;
             return Ok(sub.stored(id, Outcome::Revised, revision, requests + 1));
         }
-        if sub.was_committed(&head) {
-            return unchanged(&head, requests + 1);
+        if id.is_none() && self.holds_identity(sub, Some(&head)).await.unwrap_or(false) {
+            return unchanged(&head, requests + 2);
         }
         Err(error)
+    }
+
+    /// Whether an item of the call (the head `head` as read, else read now, or a revision)
+    /// carries this submission's identity: it is stored already.
+    async fn holds_identity(&self, sub: &Submission, head: Option<&Item>) -> Result<bool, StoreError> {
+        if head.is_some_and(|h| sub.wrote(h) || sub.was_committed_before(h)) {
+            return Ok(true);
+        }
+        self.carries_token(&sub.pk, &sub.token).await
+    }
+
+    /// Whether an item of partition `pk` (the head or a revision) was written by the
+    /// submission `token`. Revisions never change once written, so one consistent query of
+    /// their keys and tokens answers it.
+    async fn carries_token(&self, pk: &str, token: &str) -> Result<bool, StoreError> {
+        let items = self.query(pk, query::SortKeys::All, Some(&["sk", "submission"])).await?;
+        Ok(items.iter().any(|item| item::get_s(item, "submission") == Some(token)))
     }
 
     /// The head item, read consistently; `None` when there is none, or an erase's

@@ -9,16 +9,27 @@
 //! agent, operation, provider call id (hex), received time. Committing runs the pipeline
 //! again on the body (it was valid when received, and the pipeline is deterministic).
 //!
-//! An erase wins: it deletes the call's pending submissions, and its tombstone records when
-//! it happened (`erased_at`); a submission received before that is dropped at commit time
-//! instead of bringing the call back.
+//! The token in the key is the submission's identity (`Receipt`), minted when its request
+//! arrived and shared with its direct write: committing a copy whose submission is stored
+//! already changes nothing.
+//!
+//! An erase wins: it deletes the call's pending submissions received before it began, and
+//! its tombstone records when it happened (`erased_at`); a submission received before that is
+//! dropped at commit time instead of bringing the call back. A submission received after
+//! the erase began is never deleted by it (a late or repeated erase cannot reach a call sent
+//! again). Pending copies older than [`EXPIRES_AFTER`] are moved to `failed/` with an
+//! error an alarm watches; tombstones outlive them.
+//!
+//! Commits hold their bodies in memory: an instance commits at most [`MEMORY_BUDGET`] of
+//! their estimated peak at once (the queue's batch and the sweep alike), so three large
+//! calls never meet in one 512 MB instance.
 
 use std::collections::HashMap;
 
 use aws_sdk_s3::primitives::ByteStream;
 use sha2::{Digest, Sha256};
 
-use super::{random_hex, Owner, Store, StoreError, Stored};
+use super::{now_ms, Owner, Receipt, Store, StoreError, Stored};
 use call_ingest_core::call::{hex, Operation};
 use call_ingest_core::providers::ingest_any;
 
@@ -39,8 +50,25 @@ pub enum Committed {
     Unreadable,
 }
 
-/// Calls a sweep commits at once.
+/// Where pending submissions that cannot be committed are kept for an operator.
+pub const FAILED_PREFIX: &str = "failed/";
+
+/// Calls a sweep commits at once (as memory allows: [`MEMORY_BUDGET`]).
 pub const SWEEP_PARALLEL: usize = 16;
+
+/// A pending copy this old is moved to `failed/` (an error in the log, which an alarm
+/// watches): an erase's tombstone lives longer ([`super::erase`]), so no copy it could name
+/// outlives it and brings an erased call back.
+pub const EXPIRES_AFTER: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// The estimated peak memory of the commits an instance runs at once: half of the
+/// function's 512 MB. A commit holds its body, the parsed call, the document and the frame:
+/// about [`MEMORY_PER_BODY_BYTE`] times the body (215 MiB for a body at the 32 MiB cap,
+/// `shared/http/tests/memory_peak.rs`), so one such call commits alone and small ones by the
+/// dozen.
+pub const MEMORY_BUDGET: usize = 256 << 20;
+/// Peak bytes of memory a commit takes per byte of its body (rounded up from 215 MiB / 32 MiB).
+pub const MEMORY_PER_BODY_BYTE: usize = 7;
 
 /// What a sweep of the pending submissions did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -65,8 +93,20 @@ impl std::ops::AddAssign for Sweep {
 
 /// The prefix of the pending submissions of call `call_id` of `workspace_id`.
 fn call_prefix(workspace_id: u64, call_id: &str) -> String {
+    format!("{PREFIX}{}", call_folder(workspace_id, call_id))
+}
+
+/// `<workspace>/<sha256 of the call id, 32 hex>/`: a call's folder under each prefix.
+fn call_folder(workspace_id: u64, call_id: &str) -> String {
     let call = Sha256::digest(call_id.as_bytes());
-    format!("{PREFIX}{workspace_id}/{}/", hex(&call[..16]))
+    format!("{workspace_id}/{}/", hex(&call[..16]))
+}
+
+/// The submission a pending key names: its token and received time.
+fn receipt_of(key: &str) -> Option<Receipt> {
+    let name = key.rsplit('/').next()?;
+    let (received, token) = name.split_once('-')?;
+    Some(Receipt { token: token.to_owned(), received_ms: received.parse().ok()? })
 }
 
 /// The received time a pending key carries, if it is one.
@@ -83,9 +123,10 @@ impl Store {
         operation: Operation,
         call_id: &str,
         raw: &[u8],
-        received: u64,
+        receipt: &Receipt,
     ) -> Result<String, StoreError> {
-        let key = format!("{}{received:013}-{}", call_prefix(owner.workspace_id, call_id), random_hex(8)?);
+        let prefix = call_prefix(owner.workspace_id, call_id);
+        let key = format!("{prefix}{:013}-{}", receipt.received_ms, receipt.token);
         let result = self
             .frames
             .client()
@@ -103,8 +144,8 @@ impl Store {
             .await;
         match result {
             Ok(_) => Ok(key),
-            // The key is this request's own (random): the SDK's retry of a PUT whose reply
-            // was lost finds its own object.
+            // The key is this submission's own: the SDK's retry of a PUT whose reply was
+            // lost finds its own object.
             Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(key),
             Err(e) => Err(super::frames::s3_error(e)),
         }
@@ -113,19 +154,28 @@ impl Store {
     /// Commits the pending submission at `key`: stores it unless its call was erased after
     /// it was received, then deletes it. Safe to run twice, at once or one after the other.
     pub async fn commit_pending(&self, key: &str) -> Result<Committed, StoreError> {
+        if receipt_of(key).is_none_or(|r| r.received_ms + EXPIRES_AFTER.as_millis() as u64 <= now_ms()) {
+            tracing::error!(event = "pending_expired", key, "pending submission not committed within 7 days");
+            return self.set_aside(key).await;
+        }
         let out = match self.frames.client().get_object().bucket(self.frames.bucket()).key(key).send().await {
             Ok(out) => out,
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(Committed::Gone),
             Err(e) => return Err(StoreError::from_sdk(e)),
         };
+        // Held until the commit ends: the body, and what is made of it.
+        let size = usize::try_from(out.content_length.unwrap_or_default()).unwrap_or(usize::MAX);
+        let _memory = self.commit_memory.take(size).await;
         let metadata = out.metadata.clone().unwrap_or_default();
         let raw = out
             .body
             .collect()
             .await
             .map_err(|e| StoreError::Unavailable(format!("reading a pending submission failed: {e}")))?
-            .to_vec();
-        let Some((workspace_id, agent_id, operation, call_id, received)) = identity(key, &metadata) else {
+            .into_bytes();
+        let (Some((workspace_id, agent_id, operation, call_id)), Some(receipt)) =
+            (identity(&metadata), receipt_of(key))
+        else {
             return self.set_aside(key).await;
         };
         let Ok(doc) = ingest_any(operation, &raw) else {
@@ -135,8 +185,7 @@ impl Store {
             return self.set_aside(key).await;
         }
         let owner = Owner { workspace_id, agent_id: &agent_id };
-        let token = key.rsplit('-').next().unwrap_or(key);
-        let committed = match self.put_call_received(owner, &doc, &raw, received, token).await? {
+        let committed = match self.put_call_received(owner, &doc, &raw, &receipt).await? {
             Some(stored) => Committed::Stored(stored),
             None => Committed::Erased,
         };
@@ -185,7 +234,8 @@ impl Store {
     }
 
     /// One pass over the pending submissions (see [`Store::sweep_pending`]); `full` collects
-    /// the workspaces refused in it.
+    /// the workspaces refused in it. The whole listing is read first, so one call's
+    /// submissions are one group, in the order they arrived, however the pages fall.
     async fn sweep_pass(
         &self,
         before_ms: u64,
@@ -195,50 +245,26 @@ impl Store {
     ) -> Result<Sweep, StoreError> {
         use futures_util::stream::{self, StreamExt};
         let mut sweep = Sweep::default();
-        let mut token = None;
-        loop {
-            let out = self
-                .frames
-                .client()
-                .list_objects_v2()
-                .bucket(self.frames.bucket())
-                .prefix(PREFIX)
-                .set_continuation_token(token)
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
-            let keys: Vec<&str> = out
-                .contents()
-                .iter()
-                .filter_map(|o| o.key())
-                .filter(|k| received_ms(k).is_some_and(|r| r < before_ms))
-                .collect();
-            // One group per call (keys sort by call, then by received time).
-            let mut calls: Vec<Vec<&str>> = Vec::new();
-            for key in keys {
-                let call = key.rsplit_once('/').map_or(key, |(prefix, _)| prefix);
-                match calls.last_mut() {
-                    Some(group) if group[0].rsplit_once('/').map(|(p, _)| p) == Some(call) => group.push(key),
-                    _ => calls.push(vec![key]),
-                }
-            }
-            let results: Vec<Sweep> = stream::iter(calls)
-                .map(|group| self.commit_in_order(group, deadline, may_commit, full))
-                .buffer_unordered(SWEEP_PARALLEL)
-                .collect()
-                .await;
-            for r in results {
-                sweep += r;
-            }
-            token = out.next_continuation_token;
-            if token.is_none() {
-                return Ok(sweep);
-            }
-            if std::time::Instant::now() >= deadline {
-                sweep.left += 1; // at least: the rest were not even listed
-                return Ok(sweep);
+        let keys = self.keys_under(PREFIX).await?;
+        let keys = keys.iter().map(String::as_str).filter(|k| received_ms(k).is_some_and(|r| r < before_ms));
+        // One group per call (keys sort by call, then by received time).
+        let mut calls: Vec<Vec<&str>> = Vec::new();
+        for key in keys {
+            let call = key.rsplit_once('/').map_or(key, |(prefix, _)| prefix);
+            match calls.last_mut() {
+                Some(group) if group[0].rsplit_once('/').map(|(p, _)| p) == Some(call) => group.push(key),
+                _ => calls.push(vec![key]),
             }
         }
+        let results: Vec<Sweep> = stream::iter(calls)
+            .map(|group| self.commit_in_order(group, deadline, may_commit, full))
+            .buffer_unordered(SWEEP_PARALLEL)
+            .collect()
+            .await;
+        for r in results {
+            sweep += r;
+        }
+        Ok(sweep)
     }
 
     /// Commits one call's pending submissions, oldest first; stops at the first that fails,
@@ -257,11 +283,21 @@ impl Store {
         for (i, key) in keys.iter().enumerate() {
             let over = match workspace_id {
                 Some(ws) if is_full(ws) => true,
-                Some(ws) if !may_commit(ws).await => {
-                    full.lock().unwrap_or_else(|p| p.into_inner()).insert(ws);
-                    true
-                }
-                _ => false,
+                Some(ws) => match may_commit(ws).await {
+                    Ok(true) => false,
+                    Ok(false) => {
+                        full.lock().unwrap_or_else(|p| p.into_inner()).insert(ws);
+                        true
+                    }
+                    Err(e) => {
+                        // The budget could not be asked (its counter is unreadable): not
+                        // paced but failed, so the queue's message comes back.
+                        tracing::warn!(key, error = %e, "send budget unavailable; commit waits");
+                        sweep.left += keys.len() - i;
+                        break;
+                    }
+                },
+                None => false,
             };
             if over || std::time::Instant::now() >= deadline {
                 sweep.left += keys.len() - i;
@@ -282,9 +318,22 @@ impl Store {
         sweep
     }
 
-    /// Deletes the pending submissions of call `call_id` of `workspace_id` (an erase).
-    pub(super) async fn delete_pending_of(&self, workspace_id: u64, call_id: &str) -> Result<usize, StoreError> {
-        let keys = self.keys_under(&call_prefix(workspace_id, call_id)).await?;
+    /// Deletes the pending submissions of call `call_id` of `workspace_id` received before
+    /// `before_ms` (an erase that began then), and those kept under `failed/`. One received
+    /// since is a later submission, which this erase never reaches, however late its
+    /// deletes arrive.
+    pub(super) async fn delete_pending_of(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        before_ms: u64,
+    ) -> Result<usize, StoreError> {
+        let folder = call_folder(workspace_id, call_id);
+        let mut keys = Vec::new();
+        for prefix in [PREFIX, FAILED_PREFIX] {
+            let listed = self.keys_under(&format!("{prefix}{folder}")).await?;
+            keys.extend(listed.into_iter().filter(|k| receipt_of(k).is_none_or(|r| r.received_ms < before_ms)));
+        }
         futures_util::future::try_join_all(keys.iter().map(|k| self.frames.delete(k))).await?;
         Ok(keys.len())
     }
@@ -341,7 +390,7 @@ impl Store {
     /// operator; it is never retried.
     async fn set_aside(&self, key: &str) -> Result<Committed, StoreError> {
         tracing::error!(key, "pending submission cannot be committed; kept under failed/");
-        let target = format!("failed/{}", key.strip_prefix(PREFIX).unwrap_or(key));
+        let target = format!("{FAILED_PREFIX}{}", key.strip_prefix(PREFIX).unwrap_or(key));
         self.frames
             .client()
             .copy_object()
@@ -356,6 +405,24 @@ impl Store {
     }
 }
 
+/// The estimated memory of the commits in flight on one instance ([`MEMORY_BUDGET`]), in
+/// KiB permits.
+#[derive(Debug)]
+pub(super) struct CommitMemory(tokio::sync::Semaphore);
+
+impl CommitMemory {
+    pub fn new() -> Self {
+        CommitMemory(tokio::sync::Semaphore::new(MEMORY_BUDGET >> 10))
+    }
+
+    /// Waits until a commit of a body of `body_bytes` fits; held until dropped. A body
+    /// larger than the whole budget waits for every other commit and then runs alone.
+    pub async fn take(&self, body_bytes: usize) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let kib = (body_bytes.saturating_mul(MEMORY_PER_BODY_BYTE) >> 10).clamp(64, MEMORY_BUDGET >> 10);
+        self.0.acquire_many(u32::try_from(kib).unwrap_or(u32::MAX)).await.ok()
+    }
+}
+
 /// What committing an announced pending submission did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Notified {
@@ -364,8 +431,9 @@ pub struct Notified {
     pub paced: bool,
 }
 
-/// Whether a workspace may commit a call now: its send budget, asked by the sweep.
-pub type MayCommit<'a> = dyn Fn(u64) -> futures_util::future::BoxFuture<'a, bool> + Sync + 'a;
+/// Whether a workspace may commit a call now: its send budget, asked by the sweep; an
+/// error when the budget cannot be read.
+pub type MayCommit<'a> = dyn Fn(u64) -> futures_util::future::BoxFuture<'a, Result<bool, StoreError>> + Sync + 'a;
 
 /// The workspace a pending key names.
 fn workspace_of(key: &str) -> Option<u64> {
@@ -378,11 +446,11 @@ fn until_next_second() -> std::time::Duration {
     std::time::Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos()))
 }
 
-/// Workspace, agent, operation, provider call id and received time of a pending object.
-fn identity(key: &str, metadata: &HashMap<String, String>) -> Option<(u64, String, Operation, String, u64)> {
+/// Workspace, agent, operation and provider call id of a pending object.
+fn identity(metadata: &HashMap<String, String>) -> Option<(u64, String, Operation, String)> {
     let text = |name: &str| unhex(metadata.get(name)?);
     let operation = Operation::parse(metadata.get("operation")?)?;
-    Some((metadata.get("workspace")?.parse().ok()?, text("agent")?, operation, text("call-id")?, received_ms(key)?))
+    Some((metadata.get("workspace")?.parse().ok()?, text("agent")?, operation, text("call-id")?))
 }
 
 /// The UTF-8 text `h` holds as lower-case hex.
@@ -407,6 +475,24 @@ mod tests {
         assert_ne!(prefix, call_prefix(7, "call-2"));
     }
 
+    #[tokio::test]
+    async fn commits_wait_for_memory_and_two_calls_at_the_cap_never_meet() {
+        let memory = CommitMemory::new();
+        let large = memory.take(32 << 20).await.expect("fits alone");
+        let second = tokio::time::timeout(std::time::Duration::from_millis(50), memory.take(32 << 20)).await;
+        assert!(second.is_err(), "a second call at the cap waits for the first");
+        let small = tokio::time::timeout(std::time::Duration::from_millis(50), memory.take(100_000)).await;
+        assert!(small.is_ok_and(|p| p.is_some()), "a small call fits beside it");
+        drop(large);
+        let smalls: Vec<_> = futures_util::future::join_all((0..16).map(|_| memory.take(1_000_000))).await;
+        assert!(smalls.iter().all(Option::is_some), "sixteen 1 MB calls fit at once");
+        let big = tokio::time::timeout(std::time::Duration::from_millis(50), memory.take(32 << 20)).await;
+        assert!(big.is_err(), "a large call waits for the small ones");
+        let huge = memory.take(usize::MAX);
+        drop(smalls);
+        assert!(huge.await.is_some(), "a body past the whole budget runs alone rather than never");
+    }
+
     #[test]
     fn identities_read_back_as_written() {
         let metadata: HashMap<String, String> = [
@@ -418,12 +504,10 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        let key = format!("pending/7/abc/{:013}-ff", 42u64);
-        let (ws, agent, op, call_id, received) = identity(&key, &metadata).unwrap();
-        assert_eq!(
-            (ws, agent.as_str(), op, call_id.as_str(), received),
-            (7, "agt_é", Operation::CreateCall, "c/1 ü", 42)
-        );
+        let key = format!("pending/7/abc/{:013}-ff00", 42u64);
+        let (ws, agent, op, call_id) = identity(&metadata).unwrap();
+        assert_eq!((ws, agent.as_str(), op, call_id.as_str()), (7, "agt_é", Operation::CreateCall, "c/1 ü"));
+        assert_eq!(receipt_of(&key), Some(Receipt { token: "ff00".into(), received_ms: 42 }));
         assert_eq!(unhex("zz"), None);
     }
 }

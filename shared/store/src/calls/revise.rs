@@ -52,7 +52,11 @@ impl Store {
         let kept = as_revision(old.clone(), revision);
         let mut head = old.clone();
         head.insert("revision".into(), n(revision + 2));
-        add_committed(&mut head, [sub.token.clone(), sub.late_mark()]);
+        // A provider's earlier event kept below: its replays (other tokens, the same
+        // content) change nothing. Anything else is found by its own token on `REV#<n+1>`.
+        if sub.has_stage() {
+            add_committed(&mut head, [sub.late_mark()]);
+        }
         let bytes = item_size(&late) + item_size(&kept) + item_size(&head);
         let put = self.replacing(head, old, id, revision)?;
         let items = vec![

@@ -7,6 +7,32 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use super::frames::{self, Frames};
 use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, COMMITTED, FRAME_KEY, PIECES};
 use super::{codec, now_ms, random_hex, Owner, StoreError};
+
+/// One submission's identity, minted once when its request arrives and carried by every
+/// path that may store it: the direct write, its pending copy, the queue and the sweep. A
+/// head or revision that carries the token was written by this very submission, so storing
+/// it again (a late commit of its pending copy, a retry whose first attempt was applied)
+/// changes nothing, whatever landed in between. The received time orders submissions: one
+/// clock for direct and pending ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    /// 16 hex digits, random.
+    pub token: String,
+    /// When the request arrived (epoch ms).
+    pub received_ms: u64,
+}
+
+impl Receipt {
+    /// A new submission, received at `received_ms`.
+    pub fn new(received_ms: u64) -> Result<Receipt, StoreError> {
+        Ok(Receipt { token: random_hex(8)?, received_ms })
+    }
+
+    /// A submission received now.
+    pub fn now() -> Result<Receipt, StoreError> {
+        Receipt::new(now_ms())
+    }
+}
 use call_ingest_core::api::number::Number;
 use call_ingest_core::call::{CallDocument, Operation};
 
@@ -30,14 +56,19 @@ pub(super) struct Submission {
 }
 
 impl Submission {
-    pub fn prepare(owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Submission, StoreError> {
+    pub fn prepare(
+        owner: Owner<'_>,
+        doc: &CallDocument,
+        raw: &[u8],
+        receipt: &Receipt,
+    ) -> Result<Submission, StoreError> {
         let json = doc.to_json();
         let digest = CallDocument::digest_of(owner.agent_id, &json);
         let packed = codec::pack(raw, &json).map_err(|e| StoreError::Internal(format!("compression failed: {e}")))?;
         drop(json);
         let pk = call_pk(owner.workspace_id, doc.call_id());
-        let token = random_hex(8)?;
-        let now = now_ms();
+        let token = receipt.token.clone();
+        let now = receipt.received_ms;
         let mut attributes = Item::new();
         attributes.insert("workspace_id".into(), n(owner.workspace_id));
         attributes.insert("agent_id".into(), s(owner.agent_id));
@@ -87,7 +118,7 @@ impl Submission {
                 None
             }
             false => {
-                let key = Frames::key(owner.workspace_id, doc.call_id(), &packed.frame);
+                let key = Frames::key(owner.workspace_id, doc.call_id(), &token, &packed.frame);
                 attributes.insert(FRAME_KEY.into(), s(key.clone()));
                 attributes.insert("frame_bytes".into(), n(packed.frame.len()));
                 if let Some(pieces) = &packed.pieces {
@@ -100,24 +131,23 @@ impl Submission {
         Ok(Submission { pk, digest, token, attributes, external, bytes, received_ms: now })
     }
 
-    /// This submission as received at `received` (epoch ms), under `token`: a pending one,
-    /// committed later. The token is the pending object's own, so every commit of that
-    /// object (the queue's and the sweep's, a retry) is the same submission.
-    pub fn received_as(mut self, received: u64, token: &str) -> Submission {
-        self.received_ms = received;
-        self.token = token.to_owned();
-        self.attributes.insert("updated_at".into(), n(received));
-        self.attributes.insert("submission".into(), s(token));
-        self.attributes.insert(COMMITTED.into(), AttributeValue::Ss(vec![token.to_owned()]));
-        self
+    /// Whether `head` records this submission's content as kept below it: a provider's
+    /// event of an earlier stage, inserted late, whose replays (under other tokens) change
+    /// nothing. Only events with a stage are marked: an operation's submission of content
+    /// that was once current is a new revision when sent again.
+    pub fn kept_late(&self, head: &Item) -> bool {
+        self.has_stage() && tokens(head).contains(&self.late_mark())
     }
 
-    /// Whether this pending submission was committed into the call of `head` already, or
-    /// its content was kept as a revision below the current one (a replay of a late
-    /// event, under another token).
-    pub fn was_committed(&self, head: &Item) -> bool {
-        let tokens = tokens(head);
-        tokens.contains(&self.token) || tokens.contains(&self.late_mark())
+    /// Whether `head` lists this submission among the pending ones committed into its call
+    /// (heads written before every item carried its submission's identity).
+    pub fn was_committed_before(&self, head: &Item) -> bool {
+        tokens(head).contains(&self.token)
+    }
+
+    /// Whether this is a provider's event with a stage (Retell's `call_ended`, …).
+    pub fn has_stage(&self) -> bool {
+        stage(&self.attributes).is_some()
     }
 
     /// What a head records of a submission kept as a revision below it: its content.

@@ -177,8 +177,9 @@ impl Limiter {
     /// room (`limit`): a conditional write that adds nothing when it is spent. For the
     /// committers of paced calls: a commit the budget refuses must not count, or a queue
     /// asking for each paced call would push the workspace into a flood and its clients'
-    /// own sends would be refused. False also when the counter cannot be written.
-    pub async fn take(&self, workspace_id: u64, budget: Budget, limit: u32) -> bool {
+    /// own sends would be refused. An error when the counter cannot be written (throttled,
+    /// down, or refused: the commit is then a failure to retry, never a call paced).
+    pub async fn take(&self, workspace_id: u64, budget: Budget, limit: u32) -> Result<bool, StoreError> {
         let result = self
             .raise(workspace_id, budget, self.second(), 1)
             .condition_expression("attribute_not_exists(n) OR n < :limit")
@@ -186,13 +187,9 @@ impl Limiter {
             .send()
             .await;
         match result {
-            Ok(_) => true,
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => false,
-            Err(e) => {
-                let e = StoreError::from_sdk(e);
-                tracing::warn!(error = %e, workspace_id, "rate counter unavailable; commit waits");
-                false
-            }
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(StoreError::from_sdk(e)),
         }
     }
 

@@ -271,8 +271,9 @@ impl Directory {
     }
 
     /// Takes one send of `workspace_id`'s budget if it has room this second, counting
-    /// nothing when it has none ([`Limiter::take`]): the committers of paced calls.
-    pub async fn take_send(&self, lookup: &Lookup, workspace_id: u64, default_limit: u32) -> bool {
+    /// nothing when it has none ([`Limiter::take`]): the committers of paced calls. An error
+    /// when the counter cannot be written.
+    pub async fn take_send(&self, lookup: &Lookup, workspace_id: u64, default_limit: u32) -> Result<bool, StoreError> {
         let known = self.known_workspace(lookup, workspace_id);
         let limit = self.limit_of(known, workspace_id, default_limit).await;
         self.limiter.take(workspace_id, Budget::Sends, limit).await

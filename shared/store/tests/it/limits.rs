@@ -175,8 +175,9 @@ async fn a_commit_takes_a_send_only_when_the_budget_has_room_and_a_refusal_count
     let t = Tables::new().await;
     let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
     next_second();
-    let taken: Vec<bool> = futures_util::future::join_all((0..6).map(|_| limiter.take(7, Budget::Sends, 3))).await;
-    assert_eq!(taken.iter().filter(|t| **t).count(), 3, "{taken:?}");
+    let taken = futures_util::future::join_all((0..6).map(|_| limiter.take(7, Budget::Sends, 3))).await;
+    assert_eq!(taken.iter().filter(|t| matches!(t, Ok(true))).count(), 3, "{taken:?}");
+    assert_eq!(taken.iter().filter(|t| matches!(t, Ok(false))).count(), 3, "{taken:?}");
     let second = SECOND.with(Cell::get);
     let counter = t
         .client
@@ -190,6 +191,23 @@ async fn a_commit_takes_a_send_only_when_the_budget_has_room_and_a_refusal_count
     let n = counter.item.unwrap()["n"].as_n().unwrap().clone();
     assert_eq!(n, "3", "the refused takes added nothing: a queue asking for each paced call cannot flood");
     next_second();
-    assert!(limiter.take(7, Budget::Sends, 3).await, "a new second has room again");
+    assert!(limiter.take(7, Budget::Sends, 3).await.unwrap(), "a new second has room again");
+    t.delete().await;
+}
+
+/// A counter that cannot be written (refused, throttled, down) is an error, never "no
+/// room": a commit counted as paced would be dropped from the queue and passed over by
+/// every sweep (in AWS, where commit-pending had no right on the counters, no call
+/// answered 202 was ever stored).
+#[tokio::test]
+async fn a_counter_that_cannot_be_written_is_an_error_not_a_refusal() {
+    let t = Tables::new().await;
+    let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
+    next_second();
+    t.fault(serde_json::json!({"op": "UpdateItem", "fault": "invalid", "table": t.directory, "times": 1}));
+    assert!(limiter.take(7, Budget::Sends, 3).await.is_err(), "a refused counter is an error");
+    t.fault(serde_json::json!({"op": "UpdateItem", "fault": "throttle", "table": t.directory, "times": 4}));
+    assert!(limiter.take(7, Budget::Sends, 3).await.is_err(), "a throttled counter is an error");
+    assert!(limiter.take(7, Budget::Sends, 3).await.unwrap(), "and a counter that answers has room");
     t.delete().await;
 }

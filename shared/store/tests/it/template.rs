@@ -126,8 +126,25 @@ fn functions_have_least_privilege_iam() {
             !actions.contains('*') && !actions.contains("Delete") || actions.contains("s3:DeleteObject"),
             "{actions}"
         );
-        assert_ne!(statement["Resource"]["Fn::GetAtt"][0], "DirectoryTable", "the committer never reads credentials");
     }
+    // A commit takes a send of its workspace's budget: the workspace's limit (WS#…) and its
+    // counter (RATE#…), exactly; never a credential (CRED#…) or another directory item. (In
+    // AWS without these every commit was refused, counted as paced, and never stored.)
+    let directory: Vec<(Value, Value)> = committer["Policies"][0]["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["Resource"]["Fn::GetAtt"][0] == "DirectoryTable")
+        .map(|s| (s["Action"].clone(), s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"].clone()))
+        .collect();
+    assert_eq!(
+        directory,
+        vec![
+            (serde_json::json!(["dynamodb:GetItem", "dynamodb:BatchGetItem"]), serde_json::json!(["WS#*"])),
+            (serde_json::json!(["dynamodb:UpdateItem"]), serde_json::json!(["RATE#*"])),
+        ],
+        "the committer's directory rights"
+    );
     for function in functions {
         let f = &t["Resources"][function]["Properties"];
         assert!(f["Policies"].is_array(), "{function} has explicit policies");
@@ -269,7 +286,12 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
         ("GetCallRawFunction", &reader),
         (
             "EraseCallFunction",
-            &[("s3:DeleteObject", "frames/*"), ("s3:DeleteObject", "pending/*"), ("s3:ListBucket", "bucket")],
+            &[
+                ("s3:DeleteObject", "frames/*"),
+                ("s3:DeleteObject", "pending/*"),
+                ("s3:DeleteObject", "failed/*"),
+                ("s3:ListBucket", "bucket"),
+            ],
         ),
         ("ListCallsFunction", &[]),
         (
@@ -296,7 +318,8 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
         t["Resources"]["CommitPendingFunction"]["Properties"]["Policies"][0]["Statement"].as_array().unwrap()
     {
         let actions: Vec<&str> = statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-        if actions.iter().any(|a| a.starts_with("dynamodb:") && *a != "dynamodb:GetItem") {
+        let writes = actions.iter().any(|a| a.starts_with("dynamodb:") && !reads_only(a));
+        if writes && statement["Resource"]["Fn::GetAtt"][0] == "CallsTable" {
             let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
             assert!(keys == &serde_json::json!(["CALL#*"]) || keys == &serde_json::json!(["COUNTER"]), "{statement}");
         }
