@@ -12,21 +12,21 @@ use call_ingest_store::directory::scopes::Scopes;
 use serde_json::json;
 use testkit::{two_workspaces, TwoWorkspaces};
 
-const Q: [(&str, &str); 2] = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+pub(crate) const Q: [(&str, &str); 2] = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
 
 async fn post_b(f: &TwoWorkspaces, call_id: &str) -> Answer {
     post_status(f, call_id, "ended").await
 }
 
 /// Operation B for `call_id` with `call_status` set to `status` (so two contents differ).
-async fn post_status(f: &TwoWorkspaces, call_id: &str, status: &str) -> Answer {
+pub(crate) async fn post_status(f: &TwoWorkspaces, call_id: &str, status: &str) -> Answer {
     let mut body = create_call_body(call_id);
     body["call_status"] = json!(status);
     send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(&f.key1), &Q, &body)).await
 }
 
 /// The call's statuses: each earlier revision's, oldest first, then the current one's.
-async fn statuses(f: &TwoWorkspaces, call_id: &str) -> Vec<String> {
+pub(crate) async fn statuses(f: &TwoWorkspaces, call_id: &str) -> Vec<String> {
     let call = f.backend.store().get_call(1, call_id, true).await.unwrap().expect("stored");
     call.revisions
         .iter()
@@ -35,17 +35,17 @@ async fn statuses(f: &TwoWorkspaces, call_id: &str) -> Vec<String> {
         .collect()
 }
 
-async fn pending(f: &TwoWorkspaces) -> Vec<String> {
+pub(crate) async fn pending(f: &TwoWorkspaces) -> Vec<String> {
     f.t.objects().await.into_iter().filter(|k| k.starts_with(PREFIX)).collect()
 }
 
 /// Runs the committer's sweep now.
-async fn sweep(f: &TwoWorkspaces) -> call_ingest_store::calls::pending::Sweep {
+pub(crate) async fn sweep(f: &TwoWorkspaces) -> call_ingest_store::calls::pending::Sweep {
     sweep_within(f, 20).await
 }
 
 /// Runs the committer's sweep now, for at most `seconds` (it goes round while any is left).
-async fn sweep_within(f: &TwoWorkspaces, seconds: u64) -> call_ingest_store::calls::pending::Sweep {
+pub(crate) async fn sweep_within(f: &TwoWorkspaces, seconds: u64) -> call_ingest_store::calls::pending::Sweep {
     let later = call_ingest_store::calls::now_ms() + 1;
     f.backend.sweep_pending(later, Instant::now() + Duration::from_secs(seconds)).await.unwrap()
 }

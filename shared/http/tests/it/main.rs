@@ -6,6 +6,7 @@
 mod accepted;
 mod compressed_bodies;
 mod credentials;
+mod durable_path;
 mod events;
 mod get_call;
 mod list_revisions_raw_erase;

@@ -1,0 +1,296 @@
+//! The durable path's promises under the interleavings a review found broken (issue 28),
+//! each reproduced with the fault layer: a commit whose budget cannot be taken, a stale or
+//! late erase, content sent again after a pending detour, a direct write applied after its
+//! answer, a pending copy an erase drops, an erase stopped part-way, one clock for order,
+//! a sweep's listing pages, and how long tombstones and pending copies live.
+
+use std::time::{Duration, Instant};
+
+use crate::accepted::{pending, post_status, statuses, sweep, sweep_within, Q};
+use crate::requests::*;
+use call_ingest_core::Operation;
+use call_ingest_store::calls::pending::{EXPIRES_AFTER, FAILED_PREFIX};
+use call_ingest_store::calls::{now_ms, Owner, Receipt};
+use call_ingest_store::directory::scopes::Scopes;
+use serde_json::{json, Value};
+use testkit::{two_workspaces, TwoWorkspaces};
+
+/// Operation B of a callgen call of about 60 KB: its frame is kept in S3.
+fn large_body(call_id: &str, seed: u64) -> Value {
+    let mut body: Value = serde_json::from_slice(&callgen::create_call_bytes(60_000, seed)).unwrap();
+    body["call_id"] = json!(call_id);
+    body
+}
+
+async fn post(f: &TwoWorkspaces, body: &Value) -> Answer {
+    send(&f.backend, Operation::CreateCall, request(Operation::CreateCall, Some(&f.key1), &Q, body)).await
+}
+
+/// Whether the call reads back whole, with `body` as its current content.
+async fn reads_as(f: &TwoWorkspaces, call_id: &str, body: &Value) -> bool {
+    match f.backend.store().get_call(1, call_id, false).await {
+        Ok(Some(call)) => call.current.raw == serde_json::to_vec(body).unwrap(),
+        _ => false,
+    }
+}
+
+async fn owner_agent(f: &TwoWorkspaces) -> String {
+    f.backend.directory().list_agents(1).await.unwrap().remove(0).id
+}
+
+async fn copy(f: &TwoWorkspaces, from: &str, to: &str) {
+    let source = format!("{}/{from}", f.t.bucket);
+    f.t.s3.copy_object().bucket(&f.t.bucket).copy_source(source).key(to).send().await.unwrap();
+}
+
+/// Finding 1: a commit takes a send of its workspace's budget; a counter it cannot write
+/// (in AWS: refused, the committer had no right on it) is a failure that brings the queue's
+/// message back, never "paced" (the message deleted, the call never stored).
+#[tokio::test]
+async fn a_commit_whose_budget_cannot_be_taken_fails_and_is_never_counted_as_paced() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post_status(&f, "unpaced", "a").await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    let key = pending(&f).await.remove(0);
+    f.t.fault(json!({"op": "UpdateItem", "fault": "invalid", "table": f.t.directory, "times": 1000}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    assert!(f.backend.commit_notified(&key, deadline).await.is_err(), "the message must come back");
+    let swept = sweep_within(&f, 1).await;
+    assert_eq!((swept.committed, swept.left), (0, 1), "{swept:?}");
+    f.t.clear_faults(&f.t.directory);
+    let done = f.backend.commit_notified(&key, Instant::now() + Duration::from_secs(20)).await.unwrap();
+    assert_eq!((done.sweep.committed, done.paced), (1, false), "{done:?}");
+    assert_eq!(statuses(&f, "unpaced").await, ["a"]);
+    f.t.delete().await;
+}
+
+/// Finding 2a: the erase's DeleteObject of a frame is applied late (after the SDK's retry
+/// succeeded and the same bytes were stored as a new call); it must not reach the new call.
+#[tokio::test]
+async fn a_late_delete_of_an_erased_calls_frame_never_reaches_the_call_stored_after_it() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let body = large_body("late-delete", 1);
+    let first = post(&f, &body).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let rule = json!({"service": "s3", "op": "DeleteObject", "fault": "late", "seconds": 2.0,
+                      "contains": "/frames/", "times": 1});
+    f.t.fault(rule);
+    f.backend.store().erase_call(1, "late-delete", id).await.unwrap();
+    let again = post(&f, &body).await;
+    assert_eq!((again.status, again.body["is_new"].as_bool()), (201, Some(true)), "{}", again.body);
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    assert!(reads_as(&f, "late-delete", &body).await, "the call stored after the erase reads whole");
+    f.t.delete().await;
+}
+
+/// Finding 2b: two erases at once (a client's retry), one stalled after reading the call:
+/// neither the call stored after the first finished nor a pending submission received
+/// after it may be touched by the stalled one.
+#[tokio::test]
+async fn a_stalled_erase_never_reaches_a_call_or_a_pending_send_that_came_after_the_first() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let body = large_body("stalled", 2);
+    let first = post(&f, &body).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    // The first erase pauses just after marking the call (its listing of pending/ waits);
+    // the second reads the marked call meanwhile, and its reply comes 2.5 s late.
+    f.t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 1.0, "times": 1}));
+    f.t.fault(json!({"op": "Query", "fault": "delay", "seconds": 2.5, "skip": 1, "times": 1}));
+    let store = f.backend.store();
+    let stalled = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        store.erase_call(1, "stalled", id).await
+    };
+    let first_then_more = async {
+        let erased = store.erase_call(1, "stalled", id).await;
+        let anew = post(&f, &body).await;
+        let (_, raw) = testkit::small_call("stalled", "sent after the erase");
+        let owner = Owner { workspace_id: 1, agent_id: &agent };
+        let receipt = Receipt::now().unwrap();
+        let key = store.put_pending(owner, Operation::CreateCall, "stalled", &raw, &receipt).await.unwrap();
+        (erased, anew, key)
+    };
+    let ((erased, anew, key), stale) = tokio::join!(first_then_more, stalled);
+    assert!(erased.is_ok() && stale.is_ok(), "{erased:?} {stale:?}");
+    assert_eq!((anew.status, anew.body["is_new"].as_bool()), (201, Some(true)), "{}", anew.body);
+    assert!(reads_as(&f, "stalled", &body).await, "the call stored after the first erase reads whole");
+    assert_eq!(pending(&f).await, vec![key], "the send received after the first erase is still pending");
+    f.t.delete().await;
+}
+
+/// Finding 3: A accepted (202), B stored, A committed below B; A sent again is new content
+/// again (A, B, A without the detour) and becomes current.
+#[tokio::test]
+async fn content_sent_again_after_a_pending_detour_is_stored_again() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post_status(&f, "detour", "a").await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    assert_eq!(post_status(&f, "detour", "b").await.status, 201);
+    assert_eq!(sweep(&f).await.committed, 1);
+    assert_eq!(statuses(&f, "detour").await, ["b", "a", "b"]);
+    let again = post_status(&f, "detour", "a").await;
+    assert_eq!((again.status, again.body["is_new"].as_bool()), (200, Some(false)), "{}", again.body);
+    assert_eq!(statuses(&f, "detour").await, ["b", "a", "b", "a"], "sent again, stored again, current");
+    f.t.delete().await;
+}
+
+/// Finding 4: a direct write applied after its answer gave up (202) shares its identity
+/// with its pending copy: committed after other content landed, the copy changes nothing.
+#[tokio::test]
+async fn a_direct_write_applied_after_its_answer_is_not_stored_again_by_its_pending_copy() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    // The instance's last commit was slow: it waits 750 ms for DynamoDB.
+    f.backend.patience.record(Duration::from_secs(5), false);
+    // The create is applied at once; its reply comes after 1.5 s.
+    f.t.fault(json!({"op": "PutItem", "fault": "delay", "seconds": 1.5, "times": 1}));
+    assert_eq!(post_status(&f, "late-direct", "a").await.status, 202);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(statuses(&f, "late-direct").await, ["a"], "the write the answer gave up on was applied");
+    assert_eq!(post_status(&f, "late-direct", "b").await.status, 200);
+    let swept = sweep(&f).await;
+    assert_eq!(swept.committed, 1, "{swept:?}");
+    assert_eq!(statuses(&f, "late-direct").await, ["a", "b"], "one submission, one revision");
+    f.t.delete().await;
+}
+
+/// Finding 5: a pending copy the erase missed is dropped when committed without leaving its
+/// content in a new S3 object; and copies kept under failed/ are erased with their call.
+#[tokio::test]
+async fn an_erased_calls_pending_copy_leaves_no_frame_and_its_failed_copies_are_erased() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post(&f, &large_body("leftover", 3)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post(&f, &large_body("leftover", 4)).await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    let key = pending(&f).await.remove(0);
+    let aside = format!("aside/{key}");
+    let failed = key.replacen("pending/", FAILED_PREFIX, 1);
+    copy(&f, &key, &aside).await;
+    copy(&f, &key, &failed).await;
+    f.backend.store().erase_call(1, "leftover", id).await.unwrap();
+    copy(&f, &aside, &key).await;
+    let swept = sweep(&f).await;
+    assert_eq!((swept.erased, swept.committed), (1, 0), "{swept:?}");
+    let left: Vec<String> = f.t.objects().await.into_iter().filter(|k| !k.starts_with("aside/")).collect();
+    assert_eq!(left, Vec::<String>::new(), "no frame, pending or failed copy of the erased call is left");
+    f.t.delete().await;
+}
+
+/// An erase answered 503 part-way leaves the call marked: a different submission then waits
+/// (202) instead of reviving the erased content as a readable revision; the erase, retried,
+/// takes it too (it was sent before the retry).
+#[tokio::test]
+async fn a_send_to_a_call_whose_erase_stopped_part_way_waits_and_never_revives_it() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post_status(&f, "half", "a").await;
+    let id = first.body["id"].as_u64().unwrap();
+    // The erase marks the call, then cannot bury it.
+    f.t.fault(json!({"op": "PutItem", "fault": "internal", "times": 1000}));
+    assert!(f.backend.store().erase_call(1, "half", id).await.is_err());
+    f.t.clear_faults(&f.t.calls);
+    let b = post_status(&f, "half", "b").await;
+    assert_eq!(b.status, 202, "{}", b.body);
+    assert!(matches!(f.backend.store().get_call(1, "half", true).await, Ok(None)), "the erased call stays unread");
+    assert_eq!(sweep_within(&f, 1).await.left, 1, "it waits for the erase to be finished");
+    f.backend.store().erase_call(1, "half", id).await.unwrap();
+    assert_eq!(pending(&f).await, Vec::<String>::new(), "sent before the retried erase: erased too");
+    assert!(matches!(f.backend.store().get_call(1, "half", true).await, Ok(None)));
+    f.t.delete().await;
+}
+
+/// One clock for order, the time of receipt: a pending submission received after a direct
+/// one (whose compression was slow, so it committed later) is current whatever the order
+/// they commit in.
+#[tokio::test]
+async fn a_pending_send_received_after_a_direct_one_is_current_whenever_it_commits() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let (doc_a, raw_a) = testkit::small_call("clock", "received first");
+    let (_, raw_b) = testkit::small_call("clock", "received second");
+    let received = now_ms() - 5_000;
+    let (direct, later) = (Receipt::new(received).unwrap(), Receipt::new(received + 50).unwrap());
+    let store = f.backend.store();
+    store.put_pending(owner, Operation::CreateCall, "clock", &raw_b, &later).await.unwrap();
+    store.put_call_within(owner, &doc_a, &raw_a, &direct, Duration::from_secs(4)).await.unwrap();
+    assert_eq!(sweep(&f).await.committed, 1);
+    let call = store.get_call(1, "clock", true).await.unwrap().unwrap();
+    assert_eq!(call.current.raw, raw_b, "the last received is current");
+    assert_eq!(call.revisions.len(), 1, "and nothing was inserted below it");
+    f.t.delete().await;
+}
+
+/// The sweep reads the whole listing before it groups a call's submissions: a call whose
+/// copies fall on two pages of S3's listing commits them in order, and a copy that fails
+/// holds back the ones after it.
+#[tokio::test]
+async fn a_calls_pending_copies_on_two_listing_pages_commit_in_order() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let (_, older) = testkit::small_call("paged", "older");
+    let (_, newer) = testkit::small_call("paged", "newer");
+    let received = now_ms() - 10_000;
+    let receipt = Receipt::new(received).unwrap();
+    let first = store.put_pending(owner, Operation::CreateCall, "paged", &older, &receipt).await.unwrap();
+    let second = Receipt::new(received + 1).unwrap();
+    store.put_pending(owner, Operation::CreateCall, "paged", &newer, &second).await.unwrap();
+    // 999 keys that sort before the call's and are not due yet: the call's two copies are
+    // the 1,000th and 1,001st keys of the listing, on two pages.
+    let (folder, _) = first.rsplit_once('/').unwrap();
+    let (_, hash) = folder.rsplit_once('/').unwrap();
+    let before = format!("{}{}", &hash[..hash.len() - 1], if hash.ends_with('0') { "" } else { "0" });
+    let filler = now_ms() + 3_600_000;
+    use futures_util::stream::{self, StreamExt};
+    stream::iter(0..999)
+        .for_each_concurrent(8, |i| {
+            let key = format!("pending/1/{before}/{filler:013}-{i:04}");
+            let (s3, bucket) = (f.t.s3.clone(), f.t.bucket.clone());
+            async move {
+                s3.put_object().bucket(bucket).key(key).body(b"{}".to_vec().into()).send().await.unwrap();
+            }
+        })
+        .await;
+    // The older copy cannot be read this time.
+    let tail = first.rsplit('/').next().unwrap().to_owned();
+    f.t.fault(json!({"service": "s3", "op": "GetObject", "fault": "internal", "contains": tail, "times": 4}));
+    let swept = sweep_within(&f, 1).await;
+    assert_eq!((swept.committed, swept.left), (0, 2), "the newer one waits for the older: {swept:?}");
+    assert_eq!(sweep(&f).await.committed, 2);
+    assert_eq!(statuses(&f, "paged").await.len(), 2);
+    let call = store.get_call(1, "paged", false).await.unwrap().unwrap();
+    assert_eq!(call.current.raw, newer, "committed in the order received");
+    f.t.delete().await;
+}
+
+/// A tombstone outlives every pending copy that could name its call: copies are moved to
+/// failed/ after 7 days, tombstones live 8.
+#[tokio::test]
+async fn tombstones_outlive_every_pending_copy_and_old_copies_go_to_failed() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post_status(&f, "aged", "a").await;
+    let id = first.body["id"].as_u64().unwrap();
+    f.backend.store().erase_call(1, "aged", id).await.unwrap();
+    let items = f.t.scan(&f.t.calls).await;
+    let tombstone = items.iter().find(|i| i.get("erased_at").is_some()).expect("a tombstone");
+    let expires: u64 = tombstone["expires_at"].as_n().unwrap().parse().unwrap();
+    assert!(expires >= now_ms() / 1000 + 8 * 24 * 3600 - 60, "a tombstone lives 8 days");
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let (_, raw) = testkit::small_call("aged-2", "x");
+    let old = Receipt::new(now_ms() - EXPIRES_AFTER.as_millis() as u64 - 1000).unwrap();
+    f.backend.store().put_pending(owner, Operation::CreateCall, "aged-2", &raw, &old).await.unwrap();
+    let swept = sweep(&f).await;
+    assert_eq!((swept.unreadable, swept.committed), (1, 0), "{swept:?}");
+    let objects = f.t.objects().await;
+    assert!(objects.iter().all(|k| k.starts_with(FAILED_PREFIX)) && objects.len() == 1, "{objects:?}");
+    f.t.delete().await;
+}
