@@ -34,6 +34,11 @@ Faults (on command), in DynamoDB's exact wire shapes:
   delay           the request is applied, the reply waits `seconds` (default 3.5, past the
                   SDK's 3 s attempt timeout)
 
+IAM (once configured): before anything else, every request a function instance signs
+(access key id `fn.<binary>.<n>`) is checked against that function's policy statements in
+template.yaml and refused as AWS refuses it (devstack.iam); a read of a missing S3 object is
+403, not 404, to a function that may not list the bucket, as in S3.
+
 Control, on the same port (JSON bodies):
   POST   /_faults/rules   {"op": "PutItem" | "*", "fault": "...", "table": "...",
                            "contains": "...", "skip": 0, "times": 1, "rate": 0.1,
@@ -44,8 +49,15 @@ Control, on the same port (JSON bodies):
          substring of the request body). `item`: which transaction item gets the reason.
   DELETE /_faults/rules   {"table": "..."} removes that table's rules; {} removes all
   GET    /_faults/rules   {"rules": [{"id", "fault", "op", "table", "fired"}]}
-  GET    /_faults/stats   {"injected": {fault: count}, "refused": {reason: count}}
+  GET    /_faults/stats   {"injected": {fault: count}, "refused": {reason: count},
+                           "denied": {"<binary> <action> <resource>": count}}
   POST   /_faults/seed    {"seed": 1}
+  POST   /_faults/iam     {"resources": {logical id: local name}, "aliases": {"alias/x": key id},
+                           "template": path (default template.yaml, re-read on each POST),
+                           "stack_name": "...", "region": "us-east-1", "enabled": true}
+                          -> {"enabled", "functions": [binary], "problems": [...]}
+  GET    /_faults/iam     the configuration, {"functions": [...]}
+  DELETE /_faults/iam     IAM off (until configured, nothing is checked)
 """
 import json
 import random
@@ -54,6 +66,9 @@ import socket
 import threading
 import time
 from decimal import Decimal, InvalidOperation
+
+from devstack import iam
+from devstack.wire import s3_operation, service_of  # noqa: F401 (devstack.dynamodb imports service_of here)
 
 PREFIX = "com.amazonaws.dynamodb.v20120810#"
 MAX_ITEM_BYTES = 400 * 1024
@@ -72,7 +87,6 @@ FAULTS = {
 # What S3 answers (the rest of FAULTS are DynamoDB's own errors).
 S3_FAULTS = {"slowdown", "internal", "lost_reply", "late", "delay", "observe"}
 _SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
-_SIGV4_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
 
 
 def error(kind, message, status=400, **extra):
@@ -394,6 +408,9 @@ class FaultLayer:
         self.rng = random.Random(0)
         self.injected = {}
         self.refused = {}
+        self.denied = {}
+        self.iam = None  # iam.Policies while IAM is enforced
+        self.iam_config = None
 
     # control ---------------------------------------------------------------------------
     def control(self, environ):
@@ -401,6 +418,8 @@ class FaultLayer:
         path = environ.get("PATH_INFO", "")
         body = read_body(environ)
         spec = json.loads(body or b"{}")
+        if path == "/_faults/iam":
+            return self.iam_control(method, spec)
         with self.lock:
             if path == "/_faults/rules" and method == "POST":
                 try:
@@ -417,15 +436,49 @@ class FaultLayer:
             if path == "/_faults/rules" and method == "GET":
                 return 200, {"rules": [r.describe() for r in self.rules]}
             if path == "/_faults/stats" and method == "GET":
-                return 200, {"injected": dict(self.injected), "refused": dict(self.refused)}
+                return 200, {"injected": dict(self.injected), "refused": dict(self.refused),
+                             "denied": dict(self.denied)}
             if path == "/_faults/stats" and method == "DELETE":
                 self.injected.clear()
                 self.refused.clear()
+                self.denied.clear()
                 return 200, {}
             if path == "/_faults/seed" and method == "POST":
                 self.rng = random.Random(spec.get("seed", 0))
                 return 200, {}
         return 404, {"error": f"no control endpoint {method} {path}"}
+
+    def iam_control(self, method, spec):
+        if method == "POST":
+            try:
+                policies = iam.Policies.from_spec(spec)
+            except Exception as e:  # a template that cannot be read or resolved
+                return 400, {"error": f"{type(e).__name__}: {e}"}
+            config = dict(spec, template=spec.get("template") or iam.TEMPLATE, enabled=bool(spec.get("enabled", True)))
+            with self.lock:
+                self.iam_config = (config, policies)
+                self.iam = policies if config["enabled"] else None
+        elif method == "DELETE":
+            with self.lock:
+                self.iam, self.iam_config = None, None
+        elif method != "GET":
+            return 404, {"error": f"no control endpoint {method} /_faults/iam"}
+        if self.iam_config is None:
+            return 200, {"enabled": False, "functions": []}
+        config, policies = self.iam_config
+        return 200, dict(config, **policies.describe())
+
+    def deny(self, request, denial, start_response):
+        """AWS's refusal of `request`, counted."""
+        with self.lock:
+            what = f"{denial.binary} {denial.action} {denial.resource}"
+            self.denied[what] = self.denied.get(what, 0) + 1
+        iam.report_once(f"denied: {denial.binary} {denial.action} (first on {denial.resource})"
+                        + (f": {denial.reason}" if denial.reason else ""))
+        status, headers, data = iam.refusal(request, denial)
+        reason = {400: "Bad Request", 403: "Forbidden"}[status]
+        start_response(f"{status} {reason}", headers + [("Content-Length", str(len(data)))])
+        return [data]
 
     def pick(self, op, tables, body, service="dynamodb"):
         with self.lock:
@@ -442,13 +495,21 @@ class FaultLayer:
         if environ.get("PATH_INFO", "").startswith("/_faults/"):
             status, answer = self.control(environ)
             return respond(start_response, status, answer, content_type="application/json")
+        body = None
+        policies = self.iam
+        if policies is not None:  # IAM first, for every service
+            body = read_body(environ)
+            request = iam.Request.from_environ(environ, body)
+            denial = policies.check(request)
+            if denial is not None:
+                return self.deny(request, denial, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if service_of(environ) == "s3":
-            return self.s3(environ, start_response)
+            return self.s3(environ, start_response, body)
         if not target.startswith("DynamoDB_20120810."):
-            return self.app(environ, start_response)
+            return self.app(environ, start_response) if body is None else self.forward(environ, start_response, body)
         op = target.split(".", 1)[1]
-        body = read_body(environ)
+        body = read_body(environ) if body is None else body
         try:
             request = json.loads(body or b"{}")
         except ValueError:
@@ -476,14 +537,14 @@ class FaultLayer:
             return self.forward(environ, start_response, body)
         return self.inject(rule, op, request, environ, start_response, body)
 
-    def s3(self, environ, start_response):
+    def s3(self, environ, start_response, body=None):
         """An S3 request (path-style): faults by operation, bucket and key."""
-        body = read_body(environ)
+        body = read_body(environ) if body is None else body
         path = environ.get("PATH_INFO", "")
         bucket = path.lstrip("/").split("/", 1)[0]
         rule = self.pick(s3_operation(environ), {bucket}, path, service="s3")
         if rule is None:
-            return self.forward(environ, start_response, body)
+            return self.s3_forward(environ, start_response, body)
         if rule.fault == "slowdown":
             return s3_error(start_response, 503, "SlowDown", "Please reduce your request rate.")
         if rule.fault == "internal":
@@ -559,12 +620,27 @@ class FaultLayer:
         start_response(status, headers)
         return chunks
 
+    def s3_forward(self, environ, start_response, body):
+        """As S3: a missing object is 403, not 404, to a function that may not list its bucket."""
+        policies = self.iam
+        request = iam.Request.from_environ(environ, body) if policies is not None else None
+        denial = request and iam.missing_object_denial(policies, request)
+        if not denial:
+            return self.forward(environ, start_response, body)
+        status, headers, chunks = call(self.app, environ, body)
+        if status.startswith("404") and (request.method == "HEAD" or b"NoSuchKey" in b"".join(chunks)):
+            return self.deny(request, denial, start_response)
+        start_response(status, headers)
+        return chunks
+
 
 def read_body(environ):
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
+    if length <= 0 and environ.get("wsgi.input_terminated"):  # chunked: read to its end
+        return environ["wsgi.input"].read()
     return environ["wsgi.input"].read(length) if length > 0 else b""
 
 
@@ -593,30 +669,6 @@ def respond(start_response, status, answer, content_type="application/x-amz-json
         [("Content-Type", content_type), ("Content-Length", str(len(data))), ("x-amzn-RequestId", "fault-layer")],
     )
     return [data]
-
-
-def service_of(environ):
-    """The service a SigV4-signed request is for (`dynamodb`, `s3`, ...)."""
-    m = _SIGV4_SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
-    return m.group(1) if m else ""
-
-
-def s3_operation(environ):
-    """The S3 operation of a path-style request, by its method, key and query."""
-    method = environ["REQUEST_METHOD"]
-    path = environ.get("PATH_INFO", "").lstrip("/")
-    query = environ.get("QUERY_STRING", "")
-    has_key = "/" in path and path.split("/", 1)[1] != ""
-    if not has_key:
-        return {"PUT": "CreateBucket", "DELETE": "DeleteBucket", "HEAD": "HeadBucket"}.get(
-            method, "DeleteObjects" if "delete" in query else "ListObjectsV2")
-    if method == "PUT":
-        if "HTTP_X_AMZ_COPY_SOURCE" in environ:
-            return "CopyObject"
-        return "UploadPart" if "partNumber=" in query else "PutObject"
-    if method == "POST":
-        return "CompleteMultipartUpload" if "uploadId=" in query else "CreateMultipartUpload"
-    return {"GET": "GetObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}.get(method, method)
 
 
 def s3_error(start_response, status, code, message):

@@ -23,6 +23,10 @@ What it does as AWS does (and `cargo lambda watch` does not):
     function answers 405 itself);
   * takes many connections at once: a listen backlog of 1024, not socketserver's 5 (with 5,
     fifty clients connecting together see resets and timeouts).
+Each function instance signs its AWS requests with the access key id `fn.<binary>.<n>`, and
+once the functions run the gateway asks the local stack (AWS_ENDPOINT_URL_DYNAMODB) to hold
+each to its own IAM statements in template.yaml (devstack.iam), as the function's role
+does in AWS; the gateway warns and carries on when it cannot.
 It runs the functions template.yaml runs on a schedule (every LOCAL_SCHEDULE_SECONDS) and
 those fed by a queue (devstack.queues: the queues, S3's notifications to them and the event
 source mapping). It also serves Lambda's Invoke API, `POST /2015-03-31/functions/<name>/invocations`, so an
@@ -46,6 +50,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote
 
+from devstack import iam
 from devstack.queues import Queues
 from devstack.throttles import Throttles
 
@@ -196,7 +201,10 @@ class Function:
         self.procs = [self.spawn(i) for i in range(instances)]
 
     def spawn(self, i):
-        env = dict(self.env, AWS_LAMBDA_LOG_STREAM_NAME=f"local/{i}")
+        # Instance i of this function signs as `fn.<binary>.<i>`: the local stack's IAM
+        # (devstack.iam) holds it to this function's statements in template.yaml.
+        env = dict(self.env, AWS_LAMBDA_LOG_STREAM_NAME=f"local/{i}", AWS_ACCESS_KEY_ID=f"fn.{self.name}.{i}")
+        env.setdefault("AWS_SECRET_ACCESS_KEY", "local")
         return subprocess.Popen([self.binary], env=env, stdout=self.log, stderr=self.log)
 
     def invoke(self, event):
@@ -430,6 +438,18 @@ def front_handler(functions):
     return Front
 
 
+def enforce_iam(endpoint):
+    """Each function held to its own statements in template.yaml by the local stack at
+    `endpoint` (devstack.faults); a warning, never a failure, when that cannot be done."""
+    try:
+        answer = iam.enforce(endpoint, os.environ, TEMPLATE)
+    except Exception as e:
+        sys.stderr.write(f"gateway: warning: IAM is not enforced locally ({type(e).__name__}: {e})\n")
+        return
+    for problem in answer.get("problems", []):
+        sys.stderr.write(f"gateway: IAM: {problem}\n")
+
+
 def main():
     parser = argparse.ArgumentParser(prog="python -m devstack.gateway", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -461,6 +481,8 @@ def main():
         queues.create(bucket)
         for name, logical, batch, pollers in consumers:
             queues.poll(logical, bucket, functions[name], batch, pollers)
+    if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
+        enforce_iam(os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
     # SO_REUSEADDR is set before bind (HTTPServer.allow_reuse_address).
     server = Server((args.host, args.port), front_handler(functions))
 

@@ -333,3 +333,21 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
         (Some("Deny"), Some("false"))
     );
 }
+
+/// provider-webhook opens only data keys sealed for a hook of a workspace: both keys of that
+/// encryption context must be there (`ForAllValues` alone holds for a Decrypt with no
+/// context at all), and no other.
+#[test]
+fn hook_secrets_open_only_with_the_hooks_whole_encryption_context() {
+    let t = template();
+    let statements = t["Resources"]["ProviderWebhookFunction"]["Properties"]["Policies"][0]["Statement"].clone();
+    let open = statements.as_array().unwrap().iter().find(|s| s["Sid"] == "OpenHookSecrets").expect("OpenHookSecrets");
+    assert_eq!(open["Action"], serde_json::json!(["kms:Decrypt"]));
+    let condition = &open["Condition"];
+    assert_eq!(
+        condition["ForAllValues:StringEquals"]["kms:EncryptionContextKeys"],
+        serde_json::json!(["hook", "workspace"])
+    );
+    assert_eq!(condition["StringLike"]["kms:EncryptionContext:hook"], "*", "{condition}");
+    assert_eq!(condition["StringLike"]["kms:EncryptionContext:workspace"], "*", "{condition}");
+}

@@ -1,0 +1,343 @@
+"""A Jepsen-style checker of what the service promises, over a recorded history of client
+requests and the state left once faults stopped (the `history` phase of `make chaos`,
+scripts/history_run.py, issue 28).
+
+Pure: no I/O. The driver records every request as an `Op`, reads the final state, and
+hands both to `check`, which answers the `Violation`s; tests/devstack/test_history.py
+feeds it hand-made histories.
+
+Time. Each op has a real-time window [start, end]. A request that was answered 2xx
+("acknowledged") took effect inside its window; a 202's pending copy keeps the time its
+request arrived, so it counts as inside too. A request with no answer, or answered 5xx,
+may have been applied, and up to `horizon` seconds after it started (the function's 29 s
+timeout, then a write stuck in the network that lands late): it is never taken as failed
+nor as succeeded. A 4xx was refused and applied nothing. A precedes B when A's effects
+were certainly over before B started: `done(A) < B.start`. Overlapping requests may land
+in either order.
+
+Final state, as the driver reads it (plain dicts, so a history can be saved as JSON):
+
+    {"calls": {call id: {"revisions": [{"revision": n, "marker": str | None,
+                                        "token": str | None, "current": bool}, ...],
+                         "readable": bool}},
+     "bucket": [{"key": str, "prefix": "frames/" | "pending/" | "failed/" | ...,
+                 "markers": set of markers, "named": bool, "call": call id or None}],
+     "pending_left": int, "failed_expected": bool}
+
+`revisions` are in revision order, the head last (`current`). A marker is a string that
+one content variant carries (in its summary, metadata or transcript): every request that
+sent those bytes carries it. A token is the item's `submission` attribute: one per
+request that wrote, copied as it is when the store keeps a late submission below the
+head (`insert_late`: REV#n the old head, REV#n+1 the late one, the head its copy).
+"""
+import json
+from dataclasses import dataclass, field
+
+SUBMISSIONS = ("create", "send", "webhook_ended", "webhook_analyzed")
+ERASE = "erase"
+# Retell's events of one call: a later stage is current whatever the order they came in.
+STAGES = {"webhook_ended": 1, "webhook_analyzed": 2}
+# Seconds an unanswered request may still take effect: the function's 29 s timeout, then a
+# late write (the fault layer's `late`, a few seconds).
+HORIZON = 40.0
+RULES = ("lost", "duplicated", "current", "erased_readable", "is_new_twice", "server_error", "not_committed",
+         "orphan", "unreadable")
+
+
+@dataclass(eq=False)
+class Op:
+    """One client request (one attempt) and its answer. `end` is None when no answer came
+    (a timeout or a connection error); `status` then too."""
+
+    kind: str  # create (B) | send (A) | erase | webhook_ended | webhook_analyzed | resolve
+    call: str  # the provider's call id
+    marker: str | None
+    start: float
+    end: float | None
+    status: int | None
+    body: object = None
+    client: str = "one_shot"  # one_shot | retrying | settle
+    attempt: int = 0
+    headers: dict = field(default_factory=dict)
+    target: int | None = None  # an erase's internal id
+    note: str = ""
+
+    def line(self):
+        """The op on one line, for a human replaying the history."""
+        end = "no answer" if self.end is None else f"{self.end:8.3f}"
+        what = f"{self.kind} {self.marker}" if self.marker else self.kind
+        if self.target is not None:
+            what += f" id {self.target}"
+        answer = "timeout" if self.status is None else str(self.status)
+        if self.body is not None:
+            answer += " " + json.dumps(self.body, separators=(",", ":"), default=str)[:100]
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.start:8.3f} .. {end}  {what:<34} {self.client}#{self.attempt}{note} -> {answer}"
+
+    def to_json(self):
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class Violation:
+    rule: str
+    call: str | None
+    detail: str
+    ops_of_call: list
+
+    def __str__(self):
+        return f"[{self.rule}] {self.detail}"
+
+
+class Timing:
+    """What a history's answers say about when each request took effect."""
+
+    def __init__(self, horizon=HORIZON):
+        self.horizon = horizon
+
+    @staticmethod
+    def acked(op):
+        """Acknowledged: a 2xx; for an erase, one that erased something."""
+        if op.status is None or not 200 <= op.status < 300:
+            return False
+        if op.kind == ERASE:
+            return isinstance(op.body, dict) and op.body.get("erased") is True
+        return True
+
+    def applies(self, op):
+        """May have taken effect: acknowledged, or no answer, or a 5xx."""
+        if self.acked(op):
+            return True
+        if op.status is None or op.status >= 500:
+            return True
+        return False
+
+    def done(self, op):
+        """When the op's effects are over at the latest."""
+        return op.end if self.acked(op) else op.start + self.horizon
+
+    def precedes(self, a, b):
+        return self.done(a) < b.start
+
+
+def check(ops, final, settle_seconds=None, horizon=HORIZON, seed=None):
+    """The violations of `ops` (Op) against `final` (see the module's doc), each naming the
+    seed and listing its call's ops in time order."""
+    t = Timing(horizon)
+    calls = final.get("calls", {})
+    by_call = {}
+    for op in ops:
+        by_call.setdefault(op.call, []).append(op)
+    for history in by_call.values():
+        history.sort(key=lambda o: o.start)
+    out = []
+
+    def violation(rule, call, message):
+        history = by_call.get(call, [])
+        lines = "\n".join("    " + op.line() for op in history)
+        replay = f"seed {seed}: replay with `make chaos SEED={seed}`" if seed is not None else "no seed"
+        where = f"call {call}: " if call else ""
+        detail = f"{where}{message} ({replay})" + (f"\n{lines}" if lines else "")
+        out.append(Violation(rule, call, detail, list(history)))
+
+    marker_call = {op.marker: op.call for op in ops if op.marker}
+    for call, history in sorted(by_call.items()):
+        state = calls.get(call, {"revisions": [], "readable": False})
+        entries = sorted(state.get("revisions", []), key=lambda r: r["revision"])
+        for rule, message in _call_rules(history, entries, state.get("readable", False), t):
+            violation(rule, call, message)
+    for marker, call in sorted(marker_call.items()):
+        message = _erased_readable(marker, by_call[call], calls.get(call, {}).get("revisions", []),
+                                   final.get("bucket", []), t)
+        if message:
+            violation("erased_readable", call, message)
+    for op in ops:
+        if op.status is not None and op.status >= 500 and not (op.status == 503 and "retry-after" in _lower(op.headers)):
+            why = "503 without Retry-After" if op.status == 503 else f"answered {op.status}"
+            violation("server_error", op.call, f"{why}: {op.line().strip()}")
+    if final.get("pending_left", 0) > 0:
+        waited = f" {settle_seconds:.0f} s" if settle_seconds is not None else ""
+        keys = [o["key"] for o in final.get("bucket", []) if o["prefix"] == "pending/"]
+        violation("not_committed", None, f"{final['pending_left']} pending submission(s) left{waited} after faults "
+                                         f"stopped: {', '.join(keys[:10])}")
+    for obj in final.get("bucket", []):
+        reason = _orphan(obj, final.get("failed_expected", False))
+        if reason:
+            call = obj.get("call") or next((marker_call[m] for m in sorted(obj["markers"]) if m in marker_call), None)
+            violation("orphan", call, f"{obj['key']}: {reason}, holding {sorted(obj['markers']) or 'no marker'}")
+    return out
+
+
+def _some(markers, n=5):
+    markers = sorted(markers)
+    return ", ".join(markers[:n]) + (f" and {len(markers) - n} more" if len(markers) > n else "")
+
+
+def _lower(headers):
+    return {k.lower() for k in (headers or {})}
+
+
+def _stage(op):
+    return STAGES.get(op.kind, 0)
+
+
+def _call_rules(history, entries, readable, t):
+    """(rule, message) of one call's rules: lost, duplicated, current, is_new_twice,
+    unreadable."""
+    subs = [o for o in history if o.kind in SUBMISSIONS]
+    erases = [o for o in history if o.kind == ERASE and t.applies(o)]
+    acked_erases = [e for e in erases if t.acked(e)]
+    found = []
+    # a. lost: an acknowledged submission no erase may have removed is stored, at a place
+    # that agrees with the order requests were made in.
+    for s in subs:
+        if not t.acked(s) or any(not t.precedes(e, s) for e in erases):
+            continue
+        before = _certainly_before(s, subs, t)
+        if not _kept_in_order(s.marker, before, entries):
+            where = "not stored" if all(e["marker"] != s.marker for e in entries) else \
+                f"stored only below content that was sent before it ({_some(before)})"
+            found.append(("lost", f"{s.kind} {s.marker} at {s.start:.3f} was answered {s.status} and is {where}"))
+    # b. duplicated: a request is stored under one token at most.
+    for marker in sorted({e["marker"] for e in entries if e["marker"]}):
+        tokens = {e["token"] for e in entries if e["marker"] == marker and e["token"]}
+        requests = sum(1 for o in subs if o.marker == marker and t.applies(o))
+        if len(tokens) > requests:
+            found.append(("duplicated", f"{marker} is stored under {len(tokens)} tokens ({', '.join(sorted(tokens))}) "
+                                        f"from {requests} request(s)"))
+    # c. current: the head is the latest content, or a later stage of a provider's events.
+    if entries:
+        head = next((e for e in entries if e.get("current")), entries[-1])
+        message = _head_problem(head, subs, erases, acked_erases, t)
+        if message:
+            found.append(("current", message))
+    # e. is_new_twice: one 201 per call between erases.
+    found += [("is_new_twice", m) for m in _news(history, erases, t)]
+    # i. unreadable: acknowledged after every erase, and not readable.
+    last = [s for s in subs if t.acked(s) and all(t.precedes(e, s) for e in erases)]
+    if last and not readable:
+        s = last[-1]
+        found.append(("unreadable", f"{s.kind} {s.marker} at {s.start:.3f} was answered {s.status} after every erase, "
+                                    f"and the call does not read 200"))
+    return found
+
+
+def _certainly_before(s, subs, t):
+    """Markers (other than s's) whose every request that may have applied precedes `s`:
+    content certainly stored before `s` arrived. A later stage of a provider's events is
+    kept above an earlier one whatever the order, so it is left out."""
+    markers = {}
+    for o in subs:
+        if o.marker and o.marker != s.marker and t.applies(o):
+            markers.setdefault(o.marker, []).append(o)
+    return {m for m, sent in markers.items()
+            if all(t.precedes(o, s) for o in sent) and max(_stage(o) for o in sent) <= _stage(s)}
+
+
+def _late_inserts(entries):
+    """Indexes of entries the store kept below the head (`insert_late`): between two copies
+    of the head (one token) that they never were."""
+    tok = [e.get("token") for e in entries]
+    return {k for k in range(1, len(entries) - 1) if tok[k - 1] is not None and tok[k - 1] == tok[k + 1] != tok[k]}
+
+
+def _kept_in_order(marker, before, entries):
+    """Whether an entry holds `marker` above every head that held content of `before`; a
+    late insert counts only when the head it was put under is not such content (a request
+    that came after that head's is never kept below it)."""
+    late = _late_inserts(entries)
+    tops = {}
+    for k, e in enumerate(entries):
+        if e["marker"] in before and k not in late:
+            tops[e["marker"]] = k
+    for j, e in enumerate(entries):
+        if e["marker"] != marker:
+            continue
+        if any(top > j for top in tops.values()):
+            continue
+        if j in late and entries[j - 1]["marker"] in before:
+            continue
+        return True
+    return False
+
+
+def _head_problem(head, subs, erases, acked_erases, t):
+    """Why the head cannot hold what it holds, or None."""
+    if head["marker"] is None:
+        why = f" ({head['note']})" if head.get("note") else ""
+        return f"the head (revision {head['revision']}) holds no content this run sent{why}"
+    candidates = [o for o in subs if o.marker == head["marker"] and t.applies(o)]
+    if not candidates:
+        return f"the head holds {head['marker']}, which no request that may have applied sent"
+
+    def overrides(later, h):
+        if not t.acked(later) or later.marker == h.marker:
+            return False
+        if _stage(later) and _stage(h):
+            if _stage(later) > _stage(h):
+                # The later stage stays current unless an erase may have removed it.
+                return all(t.precedes(e, later) for e in erases)
+            if _stage(later) < _stage(h):
+                return False
+        return t.precedes(h, later)
+
+    for h in candidates:
+        if any(t.precedes(h, e) for e in acked_erases):
+            continue
+        if any(overrides(o, h) for o in subs):
+            continue
+        return None
+    winners = {o.marker for h in candidates for o in subs if overrides(o, h)}
+    return (f"the head holds {head['marker']}, but acknowledged content came after it"
+            + (f" ({_some(winners)})" if winners else " or an erase removed it"))
+
+
+def _news(history, erases, t):
+    """Messages for each stretch between erases with more than one 201 strictly inside."""
+    news = [o for o in history if o.kind in ("create", "send") and o.status == 201 and o.end is not None]
+    stretches = {}
+    for a in news:
+        if any(e.start <= a.end and a.start <= t.done(e) for e in erases):
+            continue  # overlaps an erase: the boundary is fuzzy
+        stretch = sum(1 for e in erases if t.done(e) < a.start)
+        stretches.setdefault(stretch, []).append(a)
+    return [f"{len(a)} answers 201 (is_new: true) between erases {k} and {k + 1}, at "
+            + ", ".join(f"{o.start:.3f}" for o in a)
+            for k, a in sorted(stretches.items()) if len(a) > 1]
+
+
+def _erased_readable(marker, history, revisions, bucket, t):
+    """Where `marker` is still readable though an acknowledged erase came after every
+    request that sent it, or None."""
+    sent = [o for o in history if o.marker == marker and t.applies(o)]
+    if not sent:
+        return None
+    erases = [e for e in history if e.kind == ERASE and t.acked(e)]
+    after = [e for e in erases if all(t.precedes(o, e) for o in sent)]
+    if not after:
+        return None
+    where = [f"revision {r['revision']}" for r in revisions if r["marker"] == marker]
+    where += [obj["key"] for obj in bucket if marker in obj["markers"]]
+    if not where:
+        return None
+    return f"{marker} was erased (erase at {after[0].start:.3f}) and is still in {', '.join(where)}"
+
+
+def _orphan(obj, failed_expected):
+    """Why a bucket object should not be there once settled, or None."""
+    prefix = obj["prefix"]
+    if prefix == "frames/" and not obj["named"]:
+        return "a frame no item names"
+    if prefix == "pending/":
+        return "a pending submission left after settling"
+    if prefix == "failed/" and not failed_expected:
+        return "a pending submission that could not be committed (moved to failed/)"
+    return None
+
+
+def summary(violations):
+    """{rule: count} over every rule, zeros included."""
+    counts = {rule: 0 for rule in RULES}
+    for v in violations:
+        counts[v.rule] = counts.get(v.rule, 0) + 1
+    return counts

@@ -1,0 +1,163 @@
+"""The clients of the `history` phase of `make chaos` (scripts/history_run.py): each request
+they make, and its answer, recorded as a `devstack.history.Op`.
+
+    recorder = Recorder()
+    clients = Clients(stack, recorder, hook_url, hook_secret)
+    clients.create(call_id, marker, body, "one_shot", rng)     # operation B
+    clients.erase(call_id, rng)                                # find the id, then DELETE it
+
+Two kinds of client, as people run them: a one-shot client (Tuner's pipecat SDK, the
+ElevenLabs sample) makes one attempt with a 10 s timeout; a retrying one makes up to 4,
+again on no answer, 408, 429 or 5xx, honouring Retry-After. Retell's webhooks are signed as
+Retell signs them (`retell_signature`, as tests/e2e/test_webhooks.py checks against
+retell-sdk's verifier).
+"""
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import threading
+import time
+
+from devstack.history import Op
+from devstack.stack import ROOT, request
+
+ONE_SHOT_TIMEOUT = 10
+# Past API Gateway's 30 s: a retrying client waits for the function's own answer.
+RETRYING_TIMEOUT = 35
+ATTEMPTS = 4
+RETRYABLE = {408, 429}
+RETELL_FIXTURES = os.path.join(ROOT, "shared", "core", "tests", "fixtures", "providers")
+
+
+def retell_signature(secret, body, at_ms=None):
+    """Retell's `x-retell-signature` header for `body`: `v=<ms>,d=<HMAC-SHA-256 hex of the
+    body followed by the ms>`, keyed by the account's API key."""
+    at_ms = at_ms if at_ms is not None else int(time.time() * 1000)
+    digest = hmac.new(secret.encode(), body + str(at_ms).encode(), hashlib.sha256).hexdigest()
+    return {"x-retell-signature": f"v={at_ms},d={digest}"}
+
+
+def retell_event(event, call_id, marker):
+    """Retell's `call_ended` or `call_analyzed` payload (the fixtures of the provider
+    mapping's tests) for `call_id`, carrying `marker` in its metadata (kept in the stored
+    document, so two markers are two contents) and, once analysed, in its summary."""
+    with open(os.path.join(RETELL_FIXTURES, f"retell_{event}.json")) as f:
+        payload = json.load(f)
+    call = payload["call"]
+    call["call_id"] = call_id
+    call.setdefault("metadata", {})["history_marker"] = marker
+    if "call_analysis" in call:
+        call["call_analysis"]["call_summary"] = f"{call['call_analysis']['call_summary']} {marker}"
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def retell_hook(stack, secret):
+    """A Retell webhook of the development workspace and agent, signed with `secret`:
+    its URL."""
+    path = os.path.join(stack.tmp, "retell-signing-key")
+    with open(path, "w") as f:
+        f.write(secret + "\n")
+    made = stack.ctl("webhook", "create", "--workspace", stack.dev["workspace_id"], "--provider", "retell",
+                     "--api-url", stack.url, "--agent", stack.dev["agent_remote_identifier"],
+                     "--signing-key-file", path)
+    return made["url"]
+
+
+class Recorder:
+    """Every attempt of every client, as Ops, times in seconds since the recorder began."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.t0 = clock()
+        self.lock = threading.Lock()
+        self.ops = []
+
+    def now(self):
+        return self.clock() - self.t0
+
+    def attempt(self, kind, call, marker, send, timeout, client, attempt, target=None, note=""):
+        """Runs `send(timeout)` (an HTTP request answering a devstack.stack.Answer) and
+        records it."""
+        start = self.now()
+        try:
+            a = send(timeout)
+            op = Op(kind, call, marker, start, self.now(), a.status, a.body, client, attempt, a.headers, target, note)
+        except (OSError, http.client.HTTPException):
+            op = Op(kind, call, marker, start, None, None, None, client, attempt, {}, target, note)
+        with self.lock:
+            self.ops.append(op)
+        return op
+
+    def one_shot(self, kind, call, marker, send, **kw):
+        return [self.attempt(kind, call, marker, send, ONE_SHOT_TIMEOUT, "one_shot", 0, **kw)]
+
+    def retrying(self, kind, call, marker, send, rng, client="retrying", deadline=None, **kw):
+        """Up to 4 attempts; none starts past `deadline` (the recorder's clock)."""
+        ops = []
+        for attempt in range(ATTEMPTS):
+            op = self.attempt(kind, call, marker, send, RETRYING_TIMEOUT, client, attempt, **kw)
+            ops.append(op)
+            if op.status is not None and op.status not in RETRYABLE and op.status < 500:
+                break
+            if deadline is not None and self.now() > deadline:
+                break
+            wait = float(op.headers.get("retry-after", "0") or 0) if op.status else 0.0
+            time.sleep(min(max(wait, 0.1 * 2 ** attempt), 2.0) + rng.uniform(0, 0.1))
+        return ops
+
+
+class Clients:
+    """The requests of the history phase, against one stack's development workspace."""
+
+    def __init__(self, stack, recorder, hook_url, hook_secret):
+        self.stack = stack
+        self.recorder = recorder
+        self.hook_url = hook_url
+        self.hook_secret = hook_secret
+        self.ws = stack.dev["workspace_id"]
+        # No retry starts past it (the recorder's clock); None: no limit.
+        self.deadline = None
+
+    def _run(self, client, kind, call, marker, send, rng, **kw):
+        if client == "one_shot":
+            return self.recorder.one_shot(kind, call, marker, send, **kw)
+        return self.recorder.retrying(kind, call, marker, send, rng, client=client, deadline=self.deadline, **kw)
+
+    def create(self, call, marker, body, client, rng, note=""):
+        """Operation B."""
+        return self._run(client, "create", call, marker,
+                         lambda timeout: self.stack.post_create_call(body, timeout=timeout), rng, note=note)
+
+    def send(self, call, marker, body, client, rng, note=""):
+        """Operation A."""
+        return self._run(client, "send", call, marker,
+                         lambda timeout: self.stack.post_send_call_data(body, timeout=timeout), rng, note=note)
+
+    def webhook(self, event, call, marker, body, client, rng, note=""):
+        """Retell's `call_ended` / `call_analyzed`, signed afresh for each attempt."""
+        def post(timeout):
+            headers = {"Content-Type": "application/json", **retell_signature(self.hook_secret, body)}
+            return request("POST", self.hook_url, body, headers, timeout=timeout)
+
+        return self._run(client, f"webhook_{event.removeprefix('call_')}", call, marker, post, rng, note=note)
+
+    def read(self, call, timeout=ONE_SHOT_TIMEOUT):
+        """Get Call by provider call id (consistent)."""
+        q = f"workspace_id={self.ws}&provider_call_id={call}"
+        return request("GET", f"{self.stack.url}/api/v1/public/call?{q}", None, self.stack.auth(), timeout=timeout)
+
+    def erase(self, call, rng, client="retrying", target=None, note=""):
+        """Erase Call: the call's id by provider call id (a `resolve` op), then DELETE by id,
+        retried with that id (an erase cut short is finished by sending it again)."""
+        if target is None:
+            found = self.recorder.retrying("resolve", call, None, lambda timeout: self.read(call, timeout), rng,
+                                           client=client, deadline=self.deadline)[-1]
+            if found.status != 200 or not isinstance(found.body, dict) or "id" not in found.body:
+                return []
+            target = found.body["id"]
+        url = f"{self.stack.url}/api/v1/public/call/{target}?workspace_id={self.ws}"
+        return self.recorder.retrying("erase", call, None,
+                                      lambda timeout: request("DELETE", url, None, self.stack.auth(), timeout=timeout),
+                                      rng, client=client, deadline=self.deadline, target=target, note=note)
