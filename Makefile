@@ -2,7 +2,8 @@
 #   make run    local stack on http://127.0.0.1:$(API_PORT) (DynamoDB on $(DYNAMODB_PORT))
 #   make test   all tests (each test binary starts its own local DynamoDB; the HTTP tests
 #               start the whole local stack with $(INSTANCES) instances per function)
-#   make chaos  the HTTP API under random DynamoDB faults for $(CHAOS_SECONDS) s, then a check
+#   make chaos  the HTTP API under random DynamoDB and S3 faults for $(CHAOS_SECONDS) s, then a check
+#               (SEED=n replays a run's schedule; `make chaos-short`: only the history phase, short)
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -26,12 +27,13 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Every function: one crate each under functions/, named as its binary.
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: help venv browser test test-rust test-viewer test-http chaos lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
+.PHONY: help venv browser test test-rust test-viewer test-http chaos chaos-short lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
 
 help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
 	@echo "make test     all tests against a local DynamoDB (Rust, then HTTP through the local stack)"
-	@echo "make chaos    the HTTP API under random DynamoDB faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check"
+	@echo "make chaos    the HTTP API under random DynamoDB and S3 faults (CHAOS_SECONDS=$(CHAOS_SECONDS)), then a check; SEED=n replays a run"
+	@echo "make chaos-short  only chaos's history phase: 400 requests in 60 s at most, a minute at most settling, then the history checked"
 	@echo "make lint     rustfmt, clippy -D warnings, the viewer's tsc --checkJs and ESLint, sam validate --lint, actionlint, workflow pins and credentials, no import circle, no AWS in core"
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks: parse + validate + normalise, validation by element count, decompression, anonymous cost"
@@ -70,8 +72,15 @@ test-viewer:
 test-http: venv browser
 	$(PY) -m pytest tests -q
 
+# SEED=n: the seed a run printed, to replay its schedule of requests and faults.
+CHAOS_SEED_ARG = $(if $(SEED),--seed $(SEED))
+
 chaos: venv
-	$(PY) scripts/chaos.py --seconds $(CHAOS_SECONDS) --instances $(INSTANCES)
+	$(PY) scripts/chaos.py --seconds $(CHAOS_SECONDS) --instances $(INSTANCES) $(CHAOS_SEED_ARG)
+
+# The history phase alone, short enough for `make test`.
+chaos-short: venv
+	$(PY) scripts/chaos.py --phases history --seconds 60 --operations 400 --instances $(INSTANCES) $(CHAOS_SEED_ARG)
 
 fmt:
 	cargo fmt --all -- --check

@@ -198,7 +198,19 @@ class Function:
         })
         self.binary = binary
         self.log = log
+        self.stopping = False
         self.procs = [self.spawn(i) for i in range(instances)]
+        threading.Thread(target=self.replace_dead, daemon=True).start()
+
+    def replace_dead(self):
+        """As Lambda does after an instance dies (killed, out of memory): a new one takes its
+        place, with empty memory (its own id block and caches). The event it held is not
+        answered: its caller times out (Lambda would answer an error at once)."""
+        while not self.stopping:
+            time.sleep(0.5)
+            for i, p in enumerate(self.procs):
+                if p.poll() is not None and not self.stopping:
+                    self.procs[i] = self.spawn(i)
 
     def spawn(self, i):
         # Instance i of this function signs as `fn.<binary>.<i>`: the local stack's IAM
@@ -226,6 +238,7 @@ class Function:
             inv.done.set()
 
     def stop(self):
+        self.stopping = True
         for p in self.procs:
             if p.poll() is None:
                 p.terminate()

@@ -3,7 +3,7 @@
 per function, then a check of every promise with faults off.
 
     chaos.py [--seconds 120] [--seed N] [--workers 12] [--instances 8]
-             [--phases random,outage,s3,burst]
+             [--phases random,outage,s3,burst,history] [--operations 2000]
 
 Clients submit small calls and large calls (about 1.8 MB, frames in S3), replays of the same content
 and concurrent revisions, and retry like real ones: on a network error, 408, 429 or 5xx,
@@ -17,7 +17,11 @@ ElevenLabs sample): one attempt, a 10 s timeout, and any answer but 2xx is a cal
 
 Phases, one after the other: `random` (the faults above, for --seconds), `outage` (every
 DynamoDB request fails for 30 s), `s3` (S3 failing a third of the frame writes, 20 s) and
-`burst` (100 calls of one workspace within one second, at the default rate limit). After
+`burst` (100 calls of one workspace within one second, at the default rate limit) and
+`history` (scripts/history_run.py: a seeded schedule of creates, sends, replays, erases and
+Retell webhooks under scheduled DynamoDB and S3 faults, at most --operations requests or
+--seconds, every request recorded and the history checked against the final table and
+bucket by devstack/history.py; a seed replays its schedule: `make chaos SEED=n`). After
 each, with faults off, every call accepted (202) so far must be committed within 60 s; the
 next phase starts once it is.
 
@@ -25,7 +29,7 @@ Then, with faults off, every call is read back (callctl) and the table printed. 
 when a promise broke: lost (acknowledged, not stored as current or as a revision),
 doubled (two ids for one call, two is_new: true, one id for two calls), a 500, a 503
 without Retry-After, a call whose every submission was answered at the first attempt
-without any is_new: true, or an unreadable call.
+without any is_new: true, an unreadable call, or any violation the history phase found.
 """
 import argparse
 import json
@@ -35,7 +39,11 @@ import sys
 import threading
 import time
 
+from devstack import programs
 from devstack.stack import Stack, request
+
+# The history phase: a program of its own too (scripts/history_run.py).
+history_run = programs.load("history_run")
 
 # (fault, operations it applies to, rate)
 FAULTS = [
@@ -292,7 +300,7 @@ def check(stack, log):
 
 
 BROKEN = ["lost", "doubled", "500 answers", "503 without Retry-After", "never new", "unreadable",
-          "pending after 60 s"]
+          "pending after 60 s", "history violations"]
 # How long accepted (202) calls may take to be committed once storage is back.
 COMMIT_WITHIN = 60
 
@@ -319,16 +327,20 @@ def wait_for_commits(stack, within=COMMIT_WITHIN):
     return None
 
 
-PHASES = ["random", "outage", "s3", "burst"]
+# history last: its schedule holds the longest faults and kills a commit-pending instance.
+PHASES = ["random", "outage", "s3", "burst", "history"]
 OUTAGE_SECONDS = 30
 S3_SECONDS = 20
 
 
-def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_shot=0):
-    """Drives `stack` through `phases` (the random faults for `seconds`), then checks;
-    answers the report, the faults injected by kind, and the one-shot clients' losses."""
+def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_shot=0,
+        operations=history_run.OPERATIONS):
+    """Drives `stack` through `phases` (the random faults for `seconds`; the history phase
+    for at most `seconds` or `operations` requests), then checks; answers the report and
+    the faults injected by kind."""
     rng = random.Random(seed)
-    workload = Workload(stack, rng)
+    # The history phase makes its own calls.
+    workload = Workload(stack, rng) if set(phases) - {"history"} else None
     stack.faults.seed(seed)
     stack.faults.reset_stats()
     # The faults are DynamoDB's; the clients' own rate limit is tested elsewhere.
@@ -336,7 +348,7 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     log = Log()
     bucket = stack.env["FRAMES_BUCKET"]
     started = time.time()
-    settled, left_pending = {}, 0
+    settled, left_pending, history_violations = {}, 0, 0
     try:
         for phase in phases:
             if phase == "random":
@@ -357,6 +369,9 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
                 drive(stack, workload, S3_SECONDS, seed, workers, log, phase, one_shot)
             elif phase == "burst":
                 burst(stack, workload, log, seed=seed)
+            elif phase == "history":
+                violations, _ = history_run.run(stack, seed, operations, seconds, out=out)
+                history_violations += len(violations)
             else:
                 raise ValueError(f"no phase {phase!r}; one of {PHASES}")
             stack.faults.clear()
@@ -374,6 +389,7 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     injected = stack.faults.stats()["injected"]
     report = check(stack, log)
     report["pending after 60 s"] = left_pending
+    report["history violations"] = history_violations
     report["202 committed within"] = ", ".join(
         f"{phase} {'more than 60' if s is None else round(s)} s" for phase, s in settled.items())
     one_shot_lost = lost_by_client(stack, log)
@@ -406,9 +422,12 @@ def main():
     p.add_argument("--instances", type=int, default=8)
     p.add_argument("--phases", default=os.environ.get("CHAOS_PHASES", ",".join(PHASES)))
     p.add_argument("--one-shot", type=int, default=4, help="one-shot clients alongside the retrying ones")
+    p.add_argument("--operations", type=int, default=history_run.OPERATIONS,
+                   help="the history phase's requests at most (it also stops after --seconds)")
     a = p.parse_args()
     with Stack(instances=a.instances) as stack:
-        report, _ = run(stack, a.seconds, a.seed, a.workers, phases=a.phases.split(","), one_shot=a.one_shot)
+        report, _ = run(stack, a.seconds, a.seed, a.workers, phases=a.phases.split(","), one_shot=a.one_shot,
+                        operations=a.operations)
     sys.exit(1 if any(report[k] for k in BROKEN) else 0)
 
 

@@ -18,8 +18,18 @@ def stack():
         yield s
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "iam_denials: the test makes a function do what its IAM statements refuse")
+
+
 @pytest.fixture(autouse=True)
-def no_faults_left(stack):
-    """Each test sets the faults it needs; none outlive it."""
+def no_faults_left(stack, request):
+    """Each test sets the faults it needs; none outlive it. And no function was refused
+    anything by IAM (a refusal that the code swallows looks like success): the local stack
+    holds each function to its statements in template.yaml (devstack.iam)."""
+    stack.faults.reset_stats()
     yield
     stack.faults.clear()
+    denied = stack.faults.stats().get("denied", {})
+    if denied and request.node.get_closest_marker("iam_denials") is None:
+        pytest.fail(f"IAM refused a function's request: {denied}")

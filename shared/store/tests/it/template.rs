@@ -180,10 +180,13 @@ fn functions_have_least_privilege_iam() {
             .collect();
         assert_eq!(directory_writes.len(), 1, "{function}: {directory_writes:?}");
         assert_eq!(directory_writes[0]["Action"], serde_json::json!(["dynamodb:UpdateItem"]));
+        // Senders count sends (RATE#…), readers and the eraser reads (READS#…): each only
+        // its own budget's counters (a reader bound to RATE#… had every count refused).
+        let counters = if senders.contains(&function) { "RATE#*" } else { "READS#*" };
         assert_eq!(
             directory_writes[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
-            serde_json::json!(["RATE#*"]),
-            "{function}: directory writes not bound to the rate counters"
+            serde_json::json!([counters]),
+            "{function}: directory writes not bound to its budget's counters"
         );
     }
     // Every write to the Calls table is bound to the keys it is for: call items, and the id

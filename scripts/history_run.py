@@ -1,0 +1,605 @@
+#!/usr/bin/env python3
+"""`make chaos`'s `history` phase: a seeded, reproducible client schedule against the local
+stack under scheduled DynamoDB and S3 faults, every request and answer recorded, then the
+history checked against the state left once faults stopped (devstack/history.py).
+
+    history_run.py [--seed N] [--operations 2000] [--seconds 300] [--workers 6]
+                   [--instances 8] [--save history.json]
+    history_run.py --recheck history.json      # the checker again on a saved history
+
+Why: the other phases count promises per request; this one checks the order of things
+across requests and erases (issue 28): content acknowledged and then lost or stored twice,
+older content left current, erased content still readable (in the table or in any S3
+object), two `is_new: true` for one call, pending submissions never committed, S3 objects
+nothing names.
+
+`random.Random(seed)` decides every operation in advance: a few call ids of operations A
+and B (4) and of Retell's webhook (2), each id carrying the seed; new contents, replays of
+earlier bytes, erases, the same call created again after an erase, Retell's call_ended and
+call_analyzed; small calls and a few large ones (their frames go to S3); one-shot clients
+(one attempt, 10 s) and retrying ones (up to 4). `random.Random(seed + 1)` decides the
+faults, one episode at a time: DynamoDB `late`, `lost_reply`, `delay` (4.5 s, past the
+function's patience), `throttle`, `internal`; S3 `late` on PutObject and DeleteObject,
+`slowdown`, `internal`; outages of all of DynamoDB (3-8 s) or S3 (2-5 s); and once, a
+commit-pending instance killed while it commits (the local gateway starts another in its
+place, as Lambda does). Which thread sends
+what, and when, is up to the machine: a seed replays the same schedule, not the same
+interleaving.
+
+Once the clients stop, with faults off: half-finished erases are finished (as the README
+tells a client to), then until pending/ is empty (at most 60 s) and every request may have
+landed (the checker's horizon), then every call is read (callctl: revisions and raw bodies;
+the Calls table: each item's submission token; Get Call: readable or not) and every object
+of the bucket scanned for the markers it holds.
+"""
+import argparse
+import hashlib
+import io
+import itertools
+import json
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from devstack import history
+from devstack.history import HORIZON, Op, Timing
+from devstack.history_clients import Clients, Recorder, retell_event, retell_hook
+
+CALLS = 4
+HOOK_CALLS = 2
+WORKERS = 6
+OPERATIONS = 2000
+SECONDS = 300
+# Every 202 is committed within a minute once faults stop.
+COMMIT_WITHIN = 60
+HOOK_SECRET = "key_retell_history"
+WRITES = ("PutItem", "TransactWriteItems", "UpdateItem", "DeleteItem")
+
+
+def marker_pattern(seed):
+    """The markers of a run's contents: `hist-<seed>-<n>-mark`."""
+    return re.compile(rf"hist-{seed}-\d+-mark".encode())
+
+
+# the schedule ---------------------------------------------------------------------------------
+@dataclass
+class Planned:
+    kind: str  # create | send | erase | webhook_ended | webhook_analyzed
+    call: str
+    marker: str | None
+    body: bytes | None
+    client: str
+    note: str = ""
+
+
+class Templates:
+    """The bodies the schedule varies: callgen's, small and large, for each operation."""
+
+    def __init__(self, small_b, large_b, small_a, large_a):
+        self.b = {False: small_b, True: large_b}
+        self.a = {False: small_a, True: large_a}
+
+    @classmethod
+    def generate(cls, stack, seed):
+        gen = lambda *args: stack.callgen(*args, "--seed", seed % 1000 + 1)  # noqa: E731
+        return cls(gen("--minutes", 0.3), gen("--bytes", 200_000), gen("--op", "a", "--minutes", 0.3),
+                   gen("--op", "a", "--minutes", 20))
+
+    def create(self, call, marker, large):
+        body = json.loads(self.b[large])
+        body["call_id"] = call
+        body.setdefault("call_analysis", {})["call_summary"] = f"summary {marker}"
+        body.setdefault("metadata", {})["history_marker"] = marker
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    def send(self, call, marker, large, agent_id):
+        body = json.loads(self.a[large])  # agentId first, as clients should write it
+        body["agentId"] = agent_id
+        body["callId"] = call
+        body.setdefault("transcript", []).insert(0, {"role": "agent", "content": f"Hello {marker}"})
+        body.setdefault("metadata", {})["history_marker"] = marker
+        return json.dumps(body, separators=(",", ":")).encode()
+
+
+def plan(seed, operations, templates, agent_id):
+    """The operations of a run, in the order clients take them: a pure function of the
+    seed (and of callgen's bodies)."""
+    rng = random.Random(seed)
+    calls = [f"hist-{seed}-c{i}" for i in range(CALLS)]
+    hooks = [f"hist-{seed}-w{i}" for i in range(HOOK_CALLS)]
+    sent = {c: [] for c in calls + hooks}  # (kind, marker, body) in plan order
+    erased = set()
+    markers = (f"hist-{seed}-{n:05d}-mark" for n in itertools.count())
+    out = []
+    for _ in range(operations):
+        webhook = rng.random() < 0.25
+        call = rng.choice(hooks if webhook else calls)
+        client = "one_shot" if rng.random() < 0.6 else "retrying"
+        earlier = sent[call]
+        if webhook:
+            what = rng.choices(["ended", "analyzed", "replay", "erase"], [30, 30, 25, 10])[0]
+        else:
+            what = rng.choices(["create", "create_replay", "send", "send_replay", "erase"], [30, 20, 20, 10, 8])[0]
+        if call in erased and what != "erase":
+            # The call again after an erase: often the very content it had before.
+            erased.discard(call)
+            what = "replay_after_erase" if earlier and rng.random() < 0.5 else ("ended" if webhook else "create")
+        if what == "erase":
+            out.append(Planned("erase", call, None, None, "retrying"))
+            erased.add(call)
+            continue
+        replays = {"create_replay": "create", "send_replay": "send", "replay": None,
+                   "replay_after_erase": None if webhook else "create"}
+        if what in replays:
+            kind = replays[what]
+            choices = [e for e in earlier if kind is None or e[0] == kind]
+            if choices:
+                kind, marker, body = choices[-1] if what == "replay_after_erase" else rng.choice(choices)
+                out.append(Planned(kind, call, marker, body, client, "replay"))
+                continue
+            what = kind or ("ended" if webhook else "create")
+        marker = next(markers)
+        large = rng.random() < 0.2
+        if what == "create":
+            kind, body = "create", templates.create(call, marker, large)
+        elif what == "send":
+            kind, body = "send", templates.send(call, marker, large, agent_id)
+        else:
+            kind, body, large = f"webhook_{what}", retell_event(f"call_{what}", call, marker), False
+        earlier.append((kind, marker, body))
+        out.append(Planned(kind, call, marker, body, client, "large" if large else ""))
+    return out
+
+
+# faults ---------------------------------------------------------------------------------------
+def episode_rules(kind, calls_table, directory_table, bucket):
+    """The fault layer's rules of one episode."""
+    ddb = lambda **r: {"table": calls_table, **r}  # noqa: E731
+    s3 = lambda **r: {"service": "s3", "table": bucket, **r}  # noqa: E731
+    return {
+        "ddb late": [ddb(op=op, fault="late", rate=0.3, seconds=5) for op in WRITES],
+        "ddb lost_reply": [ddb(op=op, fault="lost_reply", rate=0.3) for op in WRITES],
+        "ddb delay": [ddb(op=op, fault="delay", rate=0.3, seconds=4.5) for op in WRITES],
+        "ddb throttle": [ddb(op="*", fault="throttle", rate=0.3)],
+        "ddb internal": [ddb(op="*", fault="internal", rate=0.2)],
+        "s3 late": [s3(op="DeleteObject", fault="late", rate=0.5, seconds=3),
+                    s3(op="PutObject", fault="late", rate=0.3, seconds=3)],
+        "s3 slowdown": [s3(op="PutObject", fault="slowdown", rate=0.3)],
+        "s3 internal": [s3(op="*", fault="internal", rate=0.2)],
+        "ddb outage": [{"table": t, "op": "*", "fault": "internal", "rate": 1.0} for t in (calls_table, directory_table)],
+        "s3 outage": [s3(op="*", fault="internal", rate=1.0)],
+        "kill commit-pending": [ddb(op="*", fault="internal", rate=1.0)],
+        "calm": [],
+    }[kind]
+
+
+EPISODES = ["ddb late", "ddb lost_reply", "ddb delay", "ddb throttle", "ddb internal", "s3 late", "s3 slowdown",
+            "s3 internal", "ddb outage", "s3 outage", "kill commit-pending", "calm"]
+
+
+def fault_schedule(seed, n=1000):
+    """(episode, seconds on, seconds calm after) for each episode of a run."""
+    rng = random.Random(seed + 1)
+    out = []
+    for _ in range(n):
+        kind = rng.choice(EPISODES)
+        seconds = {"ddb outage": rng.uniform(3, 8), "s3 outage": rng.uniform(2, 5),
+                   "kill commit-pending": 3.0}.get(kind, rng.uniform(2, 6))
+        out.append((kind, round(seconds, 2), round(rng.uniform(1, 3), 2)))
+    return out
+
+
+class FaultDriver(threading.Thread):
+    """Plays the fault schedule until stopped; the commit-pending kill happens once."""
+
+    def __init__(self, stack, seed, log):
+        super().__init__(daemon=True)
+        self.stack, self.seed, self.log = stack, seed, log
+        self.halt = threading.Event()
+        self.episodes = Counter()
+        self.killed = None
+        self.rng = random.Random(seed + 2)
+
+    def run(self):
+        bucket = self.stack.env["FRAMES_BUCKET"]
+        try:
+            for kind, on, calm in fault_schedule(self.seed):
+                if self.halt.is_set():
+                    break
+                if kind == "kill commit-pending" and self.killed is not None:
+                    kind = "calm"
+                for rule in episode_rules(kind, self.stack.calls_table, self.stack.env["DIRECTORY_TABLE"], bucket):
+                    self.stack.faults.add(rule)
+                self.episodes[kind] += 1
+                self.halt.wait(on)
+                self.stack.faults.clear()
+                if kind == "kill commit-pending":
+                    self.kill_committer()
+                self.halt.wait(calm)
+        except (OSError, RuntimeError) as e:  # the fault layer's control endpoint failing
+            print(f"history: the fault schedule stopped: {e}", file=self.log)
+        finally:
+            self.stack.faults.clear()
+
+    def kill_committer(self):
+        """SIGKILL one commit-pending instance once DynamoDB is back and pending
+        submissions (made while it was out) are there to commit: part-way through a batch."""
+        deadline = time.time() + 5
+        while time.time() < deadline and not self.halt.is_set():
+            if pending_keys(self.stack, limit=1):
+                break
+            time.sleep(0.1)
+        pids = [p for p in self.stack.function_pids() if cmdline(p).endswith("commit-pending")]
+        if pids:
+            self.killed = self.rng.choice(sorted(pids))
+            try:
+                os.kill(self.killed, signal.SIGKILL)
+                print(f"history: killed commit-pending instance {self.killed}", file=self.log)
+            except ProcessLookupError:
+                self.killed = None
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# AWS, as an operator reads it -----------------------------------------------------------------
+def aws(stack, service):
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(service, endpoint_url=stack.dynamodb, region_name="us-east-1", aws_access_key_id="local",
+                        aws_secret_access_key="local",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3},
+                                      connect_timeout=5, read_timeout=30))
+
+
+def pending_keys(stack, limit=1000):
+    out = aws(stack, "s3").list_objects_v2(Bucket=stack.env["FRAMES_BUCKET"], Prefix="pending/", MaxKeys=limit)
+    return [o["Key"] for o in out.get("Contents", [])]
+
+
+def call_items(stack, call):
+    """Every item of a call's partition, in sort key order."""
+    ddb = aws(stack, "dynamodb")
+    pk = f"CALL#{stack.dev['workspace_id']}#{call}"
+    items, start = [], None
+    for _ in range(100):
+        args = {"TableName": stack.calls_table, "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": pk}}, "ConsistentRead": True}
+        if start:
+            args["ExclusiveStartKey"] = start
+        page = ddb.query(**args)
+        items += page["Items"]
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            break
+    return items
+
+
+def named_frames(stack):
+    """Every `frame_key` an item of the Calls table holds."""
+    ddb = aws(stack, "dynamodb")
+    keys, start = set(), None
+    for _ in range(10_000):
+        args = {"TableName": stack.calls_table, "ProjectionExpression": "frame_key"}
+        if start:
+            args["ExclusiveStartKey"] = start
+        page = ddb.scan(**args)
+        keys |= {i["frame_key"]["S"] for i in page["Items"] if "frame_key" in i}
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            break
+    return keys
+
+
+def unpacked(data):
+    """An object's bytes, decompressed when they are zstd frames (one or several)."""
+    import zstandard
+
+    if data[:4] != b"\x28\xb5\x2f\xfd":
+        return data
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as r:
+            return r.read()
+    except zstandard.ZstdError:
+        return data
+
+
+def markers_in(data, pattern):
+    return {m.decode() for m in pattern.findall(data)}
+
+
+# settling and reading -------------------------------------------------------------------------
+def erasing_heads(stack, calls):
+    """{call: internal id} of calls whose erase began and did not finish."""
+    out = {}
+    for call in calls:
+        head = next((i for i in call_items(stack, call) if i["sk"]["S"] == "HEAD"), None)
+        if head and "erasing" in head and "id" in head:
+            out[call] = int(head["id"]["N"])
+    return out
+
+
+def settle(stack, clients, calls, ops, horizon, rng, out):
+    """With faults off: finishes erases cut short, then waits until pending/ is empty and
+    every request may have landed. Answers the seconds pending/ took to empty (None when it
+    did not within COMMIT_WITHIN) and the pending keys left."""
+    stack.faults.clear()
+    clients.deadline = None
+    off = time.time()
+    timing = Timing(horizon)
+    maybe = [o.start for o in ops if timing.applies(o) and not timing.acked(o)]
+    landed_by = off + max(0.0, max(maybe, default=0.0) + horizon - clients.recorder.now())
+    emptied, finished_at = None, 0.0
+    while time.time() - off < max(COMMIT_WITHIN, landed_by - off + 1):
+        if time.time() - finished_at > 5:
+            for call, target in erasing_heads(stack, calls).items():
+                print(f"history: finishing the erase of {call} (id {target})", file=out)
+                clients.erase(call, rng, client="settle", target=target, note="finish a cut-short erase")
+            finished_at = time.time()
+        left = pending_keys(stack)
+        if not left and emptied is None:
+            emptied = time.time() - off
+        if emptied is not None and time.time() >= landed_by:
+            break
+        if left:
+            emptied = None
+        time.sleep(1)
+    left = pending_keys(stack)
+    return (None if left else emptied), left
+
+
+def read_call(stack, clients, call, pattern):
+    """The final state of one call: revisions (marker, token), readable or not."""
+    items = call_items(stack, call)
+    tokens = {}
+    for item in items:
+        sk = item["sk"]["S"]
+        token = item.get("submission", {}).get("S")
+        if sk.startswith("REV#"):
+            tokens[int(sk[4:])] = token
+        elif sk == "HEAD" and "id" in item:
+            tokens[int(item["revision"]["N"])] = token
+    revisions, note = [], ""
+    stored = None
+    for attempt in range(3):
+        try:
+            stored, note = stack.get_call(call), ""
+            break
+        except RuntimeError as e:
+            note = str(e)[:200]
+            time.sleep(1)
+    if stored is not None:
+        bodies = [(r["revision"], r["raw"]) for r in stored.get("revisions", [])]
+        bodies.append((stored["current"]["revision"], stored["raw"]))
+        for n, raw in bodies:
+            found = sorted(markers_in(raw.encode(), pattern))
+            revisions.append({"revision": n, "marker": found[0] if found else None, "token": tokens.get(n),
+                              "current": False})
+    elif note:
+        # callctl could not read it (a frame gone?): what the items alone tell.
+        for n in sorted(tokens):
+            revisions.append({"revision": n, "marker": None, "token": tokens[n], "current": False,
+                              "note": f"callctl: {note}"})
+    if revisions:
+        revisions[-1]["current"] = True
+    readable = False
+    for attempt in range(3):
+        try:
+            a = clients.read(call)
+            readable = a.status == 200
+            if a.status not in (429, 503):
+                break
+        except OSError:
+            pass
+        time.sleep(1)
+    return {"revisions": revisions, "readable": readable, "note": note}
+
+
+def scan_bucket(stack, calls, pattern):
+    """The run's objects (those whose key holds the hash of one of its call ids, as
+    frames/, pending/ and failed/ keys do), with the markers they hold and whether an item
+    names them; and how many other objects the bucket has (other phases')."""
+    s3 = aws(stack, "s3")
+    bucket = stack.env["FRAMES_BUCKET"]
+    hashes = {}
+    for call in calls:
+        digest = hashlib.sha256(call.encode()).hexdigest()
+        hashes[digest] = hashes[digest[:32]] = call
+    named = named_frames(stack)
+    objects, others = [], 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for o in page.get("Contents", []):
+            key = o["Key"]
+            call = next((hashes[part] for part in key.split("/") if part in hashes), None)
+            if call is None:
+                others += 1
+                continue
+            try:
+                data = unpacked(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+            except s3.exceptions.NoSuchKey:
+                continue  # deleted since it was listed
+            objects.append({"key": key, "prefix": key.split("/", 1)[0] + "/", "markers": markers_in(data, pattern),
+                            "named": key in named, "call": call})
+    return objects, others
+
+
+# the run --------------------------------------------------------------------------------------
+def drive(clients, schedule, workers, seconds, seed):
+    """Runs the schedule on `workers` threads until it is done or `seconds` passed (no
+    request starts after that; one in flight ends within its timeout)."""
+    deadline = clients.deadline = clients.recorder.now() + seconds
+    lock = threading.Lock()
+    next_op = iter(schedule)
+
+    def worker(n):
+        rng = random.Random(seed * 1000 + n)
+        while clients.recorder.now() < deadline:
+            with lock:
+                p = next(next_op, None)
+            if p is None:
+                return
+            try:
+                if p.kind == "erase":
+                    clients.erase(p.call, rng)
+                elif p.kind == "create":
+                    clients.create(p.call, p.marker, p.body, p.client, rng, p.note)
+                elif p.kind == "send":
+                    clients.send(p.call, p.marker, p.body, p.client, rng, p.note)
+                else:
+                    clients.webhook(p.kind.replace("webhook_", "call_"), p.call, p.marker, p.body, p.client, rng,
+                                    p.note)
+            except Exception as e:  # a bug of this driver: said, and the schedule goes on
+                print(f"history: {p.kind} of {p.call} failed in the client: {type(e).__name__}: {e}", file=sys.stderr)
+
+    threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def run(stack, seed, operations=OPERATIONS, seconds=SECONDS, workers=WORKERS, horizon=HORIZON, out=sys.stdout,
+        save=None):
+    """The history phase on `stack`: answers (violations, report)."""
+    stack.ctl("workspace", "limit", "--id", stack.dev["workspace_id"], "--per-second", 1000)
+    templates = Templates.generate(stack, seed)
+    schedule = plan(seed, operations, templates, stack.dev["agent_id"])
+    calls = sorted({p.call for p in schedule})
+    clients = Clients(stack, Recorder(), retell_hook(stack, HOOK_SECRET), HOOK_SECRET)
+    stack.faults.seed(seed)
+    before = stack.faults.stats()
+    faults = FaultDriver(stack, seed, out)
+    started = time.time()
+    faults.start()
+    try:
+        drive(clients, schedule, workers, seconds, seed)
+    finally:
+        faults.halt.set()
+        faults.join(30)
+        stack.faults.clear()
+    elapsed = time.time() - started
+    after = stack.faults.stats()
+    injected = Counter(after["injected"])
+    injected.subtract(before["injected"])
+    # What the local IAM refused a function (devstack.iam), when it is enforced.
+    denied = Counter(after.get("denied", {}))
+    denied.subtract(before.get("denied", {}))
+    rng = random.Random(seed + 3)
+    settled, left = settle(stack, clients, calls, clients.recorder.ops, horizon, rng, out)
+    pattern = marker_pattern(seed)
+    bucket, others = scan_bucket(stack, calls, pattern)
+    final = {"calls": {c: read_call(stack, clients, c, pattern) for c in calls}, "bucket": bucket,
+             "pending_left": len(left), "failed_expected": False}
+    ops = sorted(clients.recorder.ops, key=lambda o: o.start)
+    violations = history.check(ops, final, settled, horizon, seed)
+    if save:
+        write_history(save, seed, horizon, settled, ops, final)
+    report = {"operations": len(ops), "planned": len(schedule), "seconds": elapsed, "settled": settled,
+              "injected": {k: v for k, v in injected.items() if v > 0}, "episodes": dict(faults.episodes),
+              "denied": {k: v for k, v in denied.items() if v > 0},
+              "killed": faults.killed, "other objects": others, "violations": history.summary(violations)}
+    print_report(out, seed, workers, ops, final, report, violations)
+    return violations, report
+
+
+def print_report(out, seed, workers, ops, final, report, violations):
+    settled = "never" if report["settled"] is None else f"in {report['settled']:.0f} s"
+    print(f"\nhistory: seed {seed}, {report['operations']} requests ({report['planned']} planned operations) in "
+          f"{report['seconds']:.0f} s by {workers} clients; pending/ emptied {settled} after faults stopped", file=out)
+    print("\n| operation | answer | count |\n|---|---|---|", file=out)
+    for (kind, status), n in sorted(Counter((o.kind, o.status) for o in ops).items(), key=str):
+        print(f"| {kind} | {status or 'no answer'} | {n} |", file=out)
+    print("\n| fault episode | count |\n|---|---|", file=out)
+    for kind, n in sorted(report["episodes"].items()):
+        print(f"| {kind} | {n} |", file=out)
+    if report["killed"]:
+        print(f"| commit-pending instance killed (pid) | {report['killed']} |", file=out)
+    print("\n| faults injected | count |\n|---|---|", file=out)
+    for kind, n in sorted(report["injected"].items()):
+        print(f"| {kind} | {n} |", file=out)
+    if report["denied"]:
+        print("\n| refused by the local IAM | count |\n|---|---|", file=out)
+        for what, n in sorted(report["denied"].items()):
+            print(f"| {what} | {n} |", file=out)
+    unread = [c for c, s in final["calls"].items() if s.get("note")]
+    print(f"\n{len(final['bucket'])} objects of this run in the bucket, {report['other objects']} of others; "
+          f"calls callctl could not read: {', '.join(unread) or 'none'}", file=out)
+    print("\n| rule | violations |\n|---|---|", file=out)
+    for rule, n in report["violations"].items():
+        print(f"| {rule} | {n} |", file=out)
+    print_violations(out, violations)
+    print(f"\n{'history: ' + str(len(violations)) + ' violation(s)' if violations else 'history: every rule held'}",
+          file=out)
+
+
+def print_violations(out, violations):
+    """Each violation's first line (it names the seed), grouped by call, then that call's
+    requests in time order once (each Violation's detail holds them too)."""
+    by_call = {}
+    for v in violations:
+        by_call.setdefault(v.call, []).append(v)
+    for call, found in by_call.items():
+        print("", file=out)
+        for v in found:
+            print(f"[{v.rule}] {v.detail.splitlines()[0]}", file=out)
+        if found[0].ops_of_call:
+            print(f"  the requests of {call}, in time order (start .. end, seconds into the run):", file=out)
+            for op in found[0].ops_of_call:
+                print("    " + op.line(), file=out)
+
+
+def write_history(path, seed, horizon, settled, ops, final):
+    """The history as JSON, for `--recheck`."""
+    final = dict(final, bucket=[dict(o, markers=sorted(o["markers"])) for o in final["bucket"]])
+    with open(path, "w") as f:
+        json.dump({"seed": seed, "horizon": horizon, "settled": settled, "ops": [o.to_json() for o in ops],
+                   "final": final}, f, indent=1, default=str)
+
+
+def recheck(path, out=sys.stdout):
+    """The checker on a saved history; answers its violations."""
+    with open(path) as f:
+        saved = json.load(f)
+    ops = [Op(**o) for o in saved["ops"]]
+    final = saved["final"]
+    final["bucket"] = [dict(o, markers=set(o["markers"])) for o in final["bucket"]]
+    violations = history.check(ops, final, saved["settled"], saved["horizon"], saved["seed"])
+    print_violations(out, violations)
+    print(f"\n{len(violations)} violation(s): {history.summary(violations)}", file=out)
+    return violations
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seed", type=int, default=int(os.environ.get("CHAOS_SEED", time.time())))
+    p.add_argument("--operations", type=int, default=OPERATIONS)
+    p.add_argument("--seconds", type=float, default=SECONDS)
+    p.add_argument("--workers", type=int, default=WORKERS)
+    p.add_argument("--instances", type=int, default=8)
+    p.add_argument("--horizon", type=float, default=HORIZON)
+    p.add_argument("--save", help="write the history (requests and final state) to this JSON file")
+    p.add_argument("--recheck", help="check a saved history again (no stack)")
+    a = p.parse_args()
+    if a.recheck:
+        sys.exit(1 if recheck(a.recheck) else 0)
+    from devstack.stack import Stack
+
+    with Stack(instances=a.instances) as stack:
+        violations, _ = run(stack, a.seed, a.operations, a.seconds, a.workers, a.horizon, save=a.save)
+    sys.exit(1 if violations else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""The history checker of `make chaos` (devstack/history.py) on hand-made histories: for
+each rule one history the service may produce, and one that mirrors a bug it had."""
+from devstack.history import HORIZON, Op, check, summary
+
+
+def op(kind, marker, start, end, status, body=None, call="c1", **kw):
+    return Op(kind=kind, call=call, marker=marker, start=start, end=end, status=status, body=body, **kw)
+
+
+def created(marker, start, end, call="c1"):
+    return op("create", marker, start, end, 201, {"id": 1, "is_new": True}, call=call)
+
+
+def revised(marker, start, end, call="c1"):
+    return op("create", marker, start, end, 200, {"id": 1, "is_new": False}, call=call)
+
+
+def accepted(marker, start, end, call="c1"):
+    return op("create", marker, start, end, 202, {"status": "accepted"}, call=call)
+
+
+def erased(start, end, call="c1", erased=True):
+    return op("erase", None, start, end, 200, {"erased": erased, "items_removed": 1}, call=call, client="retrying",
+              target=1)
+
+
+def rev(n, marker, token, current=False):
+    return {"revision": n, "marker": marker, "token": token, "current": current}
+
+
+def state(*revisions, readable=None, call="c1", bucket=(), pending_left=0, failed_expected=False):
+    revisions = list(revisions)
+    if revisions:
+        revisions[-1]["current"] = True
+    readable = bool(revisions) if readable is None else readable
+    return {"calls": {call: {"revisions": revisions, "readable": readable}}, "bucket": list(bucket),
+            "pending_left": pending_left, "failed_expected": failed_expected}
+
+
+def obj(key, markers=(), named=False, call=None):
+    return {"key": key, "prefix": key.split("/", 1)[0] + "/", "markers": set(markers), "named": named, "call": call}
+
+
+def rules(ops, final, **kw):
+    return sorted(v.rule for v in check(ops, final, settle_seconds=3, seed=7, **kw))
+
+
+# a. lost ------------------------------------------------------------------------------------
+def test_acknowledged_revisions_all_kept_in_order_is_no_loss():
+    ops = [created("m1", 0, 1), revised("m2", 2, 3)]
+    assert rules(ops, state(rev(1, "m1", "t1"), rev(2, "m2", "t2"))) == []
+
+
+def test_a_pending_submission_committed_below_a_newer_one_is_no_loss():
+    # 202, then a 201 of newer content, then the 202 committed below the head (insert_late:
+    # the old head, the late one, a copy of the old head under its token).
+    ops = [accepted("m1", 0, 1), created("m2", 2, 3)]
+    assert rules(ops, state(rev(1, "m2", "t2"), rev(2, "m1", "t1"), rev(3, "m2", "t2"))) == []
+
+
+def test_the_first_content_sent_again_after_a_newer_one_and_dropped_is_lost():
+    # The bug: 202, 201, the 202 committed below; then the first content again, answered 200
+    # and stored nowhere (the store took the late copy below the head for it).
+    ops = [accepted("m1", 0, 1), created("m2", 2, 3), revised("m1", 4, 5)]
+    found = check(ops, state(rev(1, "m2", "t2"), rev(2, "m1", "t1"), rev(3, "m2", "t2")), seed=7)
+    assert sorted(v.rule for v in found) == ["current", "lost"]
+    lost = next(v for v in found if v.rule == "lost")
+    assert "m1" in lost.detail and "below content that was sent before it (m2)" in lost.detail
+    # And stored again on top, it is kept.
+    ops_ok = rules(ops, state(rev(1, "m2", "t2"), rev(2, "m1", "t1"), rev(3, "m2", "t2"), rev(4, "m1", "t3")))
+    assert ops_ok == []
+
+
+def test_an_acknowledged_submission_stored_nowhere_is_lost():
+    assert rules([created("m1", 0, 1), revised("m2", 2, 3)], state(rev(1, "m1", "t1"))) == ["current", "lost"]
+
+
+def test_content_an_erase_may_have_removed_is_not_lost():
+    ops = [created("m1", 0, 1), erased(2, 3)]
+    assert rules(ops, state()) == []
+    # An erase with no answer may have applied: either way.
+    ops = [created("m1", 0, 1), op("erase", None, 2, None, None, client="retrying")]
+    assert rules(ops, state()) == []
+    assert rules(ops, state(rev(1, "m1", "t1"))) == []
+
+
+# b. duplicated ------------------------------------------------------------------------------
+def test_a_copy_of_the_head_under_its_own_token_is_no_duplicate():
+    ops = [accepted("m1", 0, 1), created("m2", 2, 3)]
+    assert "duplicated" not in rules(ops, state(rev(1, "m2", "t2"), rev(2, "m1", "t1"), rev(3, "m2", "t2")))
+
+
+def test_one_request_stored_under_two_tokens_is_duplicated():
+    # One 202: its direct write landed late and its pending copy was committed as well.
+    found = check([accepted("m1", 0, 1)], state(rev(1, "m1", "direct"), rev(2, "m1", "pending")), seed=7)
+    assert [v.rule for v in found] == ["duplicated"]
+    assert "2 tokens" in found[0].detail and "1 request" in found[0].detail
+
+
+def test_two_requests_of_one_content_may_be_stored_twice():
+    ops = [created("m1", 0, 1), revised("m2", 2, 3), revised("m1", 4, 5)]
+    assert rules(ops, state(rev(1, "m1", "t1"), rev(2, "m2", "t2"), rev(3, "m1", "t3"))) == []
+
+
+# c. current ---------------------------------------------------------------------------------
+def test_the_latest_acknowledged_content_is_current():
+    ops = [created("m1", 0, 1), revised("m2", 2, 3)]
+    assert rules(ops, state(rev(1, "m1", "t1"), rev(2, "m2", "t2"))) == []
+
+
+def test_an_older_content_as_head_is_not_current():
+    ops = [created("m1", 0, 1), revised("m2", 2, 3)]
+    # m2 is also kept below content sent before it: out of order, so lost as well.
+    assert rules(ops, state(rev(1, "m2", "t2"), rev(2, "m1", "t1"))) == ["current", "lost"]
+
+
+def test_overlapping_submissions_may_land_in_either_order():
+    ops = [created("m1", 0, 3), revised("m2", 1, 2)]
+    assert rules(ops, state(rev(1, "m2", "t2"), rev(2, "m1", "t1"))) == []
+    assert rules(ops, state(rev(1, "m1", "t1"), rev(2, "m2", "t2"))) == []
+
+
+def test_a_request_with_no_answer_may_be_current_or_not():
+    ops = [created("m1", 0, 1), op("create", "m2", 2, None, None)]
+    assert rules(ops, state(rev(1, "m1", "t1"), rev(2, "m2", "t2"))) == []
+    assert rules(ops, state(rev(1, "m1", "t1"))) == []
+    # It may land late, but not after acknowledged content sent once it could no longer land.
+    late = [*ops, revised("m3", 2 + HORIZON + 1, 2 + HORIZON + 2)]
+    assert rules(late, state(rev(1, "m1", "t1"), rev(2, "m3", "t3"), rev(3, "m2", "t2"))) == ["current", "lost"]
+
+
+def test_retells_analysis_stays_current_after_a_later_call_ended():
+    analyzed = op("webhook_analyzed", "a1", 0, 1, 200, {"status": "stored"}, call="w1")
+    ended = op("webhook_ended", "e1", 2, 3, 200, {"status": "stored"}, call="w1")
+    ok = state(rev(1, "e1", "te"), rev(2, "a1", "ta"), call="w1")
+    assert rules([analyzed, ended], ok) == []
+    assert rules([analyzed, ended], state(rev(1, "a1", "ta"), rev(2, "e1", "te"), call="w1")) == ["current"]
+    # An erase after the analysis: a later call_ended is the new call's content.
+    erase = erased(1.5, 1.8, call="w1")
+    assert rules([analyzed, erase, ended], state(rev(1, "e1", "te"), call="w1")) == []
+
+
+# d. erased_readable -------------------------------------------------------------------------
+def test_erased_content_is_gone_from_the_table_and_the_bucket():
+    ops = [created("m1", 0, 1), erased(2, 3), created("m2", 4, 5)]
+    final = state(rev(1, "m2", "t2"), bucket=[obj("frames/1/h/t2-x", {"m2"}, named=True, call="c1")])
+    assert rules(ops, final) == []
+
+
+def test_erased_content_found_in_an_s3_object_is_erased_readable():
+    ops = [created("m1", 0, 1), erased(2, 3)]
+    final = state(bucket=[obj("frames/1/h/t1-x", {"m1"}, named=False)])
+    found = check(ops, final, seed=7)
+    assert sorted(v.rule for v in found) == ["erased_readable", "orphan"]
+    readable = next(v for v in found if v.rule == "erased_readable")
+    assert "frames/1/h/t1-x" in readable.detail and readable.call == "c1"
+
+
+def test_content_sent_again_after_the_erase_may_be_read():
+    ops = [created("m1", 0, 1), erased(2, 3), created("m1", 4, 5)]
+    assert rules(ops, state(rev(1, "m1", "t9"))) == []
+
+
+def test_content_whose_request_may_still_land_after_the_erase_is_not_judged():
+    ops = [op("create", "m1", 0, None, None), erased(2, 3)]
+    assert rules(ops, state(rev(1, "m1", "t1"))) == []
+
+
+# e. is_new_twice ----------------------------------------------------------------------------
+def test_one_201_per_call_between_erases():
+    ops = [created("m1", 0, 1), erased(2, 3), created("m2", 4, 5)]
+    assert rules(ops, state(rev(1, "m2", "t2"))) == []
+
+
+def test_two_201s_between_erases_is_is_new_twice():
+    ops = [created("m1", 0, 1), created("m2", 2, 3)]
+    found = check(ops, state(rev(1, "m1", "t1"), rev(2, "m2", "t2")), seed=7)
+    assert [v.rule for v in found] == ["is_new_twice"]
+
+
+def test_a_201_overlapping_an_erase_is_not_counted():
+    # The erase answered 503: it may have finished (after its reply was lost).
+    maybe = op("erase", None, 1.5, 2, 503, headers={"retry-after": "1"}, client="retrying", target=1)
+    ops = [created("m1", 0, 1), maybe, created("m2", 3, 4)]
+    assert rules(ops, state(rev(1, "m2", "t2"))) == []
+
+
+# f. server_error ----------------------------------------------------------------------------
+def test_a_503_with_retry_after_is_allowed():
+    ops = [op("create", "m1", 0, 1, 503, headers={"retry-after": "1"}), created("m1", 2, 3)]
+    assert rules(ops, state(rev(1, "m1", "t1"))) == []
+
+
+def test_a_500_and_a_503_without_retry_after_are_server_errors():
+    ops = [op("create", "m1", 0, 1, 500), op("create", "m1", 2, 3, 503), created("m1", 4, 5)]
+    found = check(ops, state(rev(1, "m1", "t1")), seed=7)
+    assert [v.rule for v in found] == ["server_error", "server_error"]
+    assert "503 without Retry-After" in found[1].detail
+
+
+# g. not_committed ---------------------------------------------------------------------------
+def test_nothing_pending_after_settling():
+    assert rules([accepted("m1", 0, 1)], state(rev(1, "m1", "t1"))) == []
+
+
+def test_a_pending_submission_left_is_not_committed():
+    final = state(bucket=[obj("pending/1/h/1-t1", {"m1"})], pending_left=1)
+    found = rules([accepted("m1", 0, 1)], final)
+    assert found == ["lost", "not_committed", "orphan", "unreadable"]
+
+
+# h. orphan ----------------------------------------------------------------------------------
+def test_frames_items_name_and_expected_failures_are_no_orphans():
+    final = state(rev(1, "m1", "t1"), bucket=[obj("frames/1/h/t1-x", {"m1"}, named=True),
+                                              obj("failed/1/h/1-t2", {"m1"})], failed_expected=True)
+    assert rules([created("m1", 0, 1)], final) == []
+
+
+def test_a_frame_no_item_names_and_a_failed_submission_are_orphans():
+    # The frame of a request answered 503 after its PUT: nothing points at it.
+    ops = [op("create", "m1", 0, 1, 503, headers={"retry-after": "1"}), created("m2", 2, 3)]
+    final = state(rev(1, "m2", "t2"), bucket=[obj("frames/1/h/t1-x", {"m1"}), obj("failed/1/h/1-t2", {"m2"})])
+    found = check(ops, final, seed=7)
+    assert [v.rule for v in found] == ["orphan", "orphan"]
+    assert all(v.call == "c1" for v in found), "found by the markers they hold"
+
+
+# i. unreadable ------------------------------------------------------------------------------
+def test_a_call_stored_again_after_an_erase_reads_back():
+    ops = [created("m1", 0, 1), erased(2, 3), created("m1", 4, 5)]
+    assert rules(ops, state(rev(1, "m1", "t3"))) == []
+
+
+def test_a_call_stored_again_after_an_erase_whose_frame_is_gone_is_unreadable_and_lost():
+    # The same content again after an erase: a late delete of the erased call's frame
+    # removed the new call's frame (the same key); the head is there, nothing reads it.
+    ops = [created("m1", 0, 1), erased(2, 3), created("m1", 4, 5)]
+    found = check(ops, state(readable=False), seed=7)
+    assert sorted(v.rule for v in found) == ["lost", "unreadable"]
+
+
+# reporting ----------------------------------------------------------------------------------
+def test_each_violation_names_the_seed_and_lists_its_calls_ops_in_time_order():
+    ops = [revised("m2", 2, 3), created("m1", 0, 1), created("x", 0, 1, call="other")]
+    found = next(v for v in check(ops, state(rev(1, "m2", "t2"), rev(2, "m1", "t1")), seed=42) if v.rule == "current")
+    assert found.call == "c1"
+    assert "make chaos SEED=42" in found.detail
+    lines = found.detail.splitlines()[1:]
+    assert len(lines) == 2 and "m1" in lines[0] and "m2" in lines[1], lines
+    assert [o.marker for o in found.ops_of_call] == ["m1", "m2"]
+
+
+def test_summary_counts_every_rule():
+    counts = summary(check([created("m1", 0, 1), created("m2", 2, 3)], state(rev(1, "m2", "t2"))))
+    assert counts["is_new_twice"] == 1 and counts["lost"] == 1 and counts["orphan"] == 0

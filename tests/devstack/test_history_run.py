@@ -1,0 +1,112 @@
+"""The history phase's driver (scripts/history_run.py) and clients (devstack/history_clients.py)
+where they need no stack: a seed gives one schedule, Retell's verifier accepts our
+signatures, every fault rule is one the fault layer takes, frames are read back, and a
+saved history checks the same again."""
+import json
+import random
+
+import zstandard
+
+from devstack import programs
+from devstack.faults import Rule
+from devstack.history import Op
+from devstack.history_clients import Recorder, retell_event, retell_signature
+from devstack.stack import Answer
+
+run = programs.load("history_run")
+
+B = json.dumps({"call_id": "x", "call_type": "phone_call", "transcript_with_tool_calls": []}).encode()
+A = json.dumps({"agentId": "agt_demo", "callId": "x", "transcript": [{"role": "user", "content": "hi"}]}).encode()
+TEMPLATES = run.Templates(B, B, A, A)
+
+
+def test_a_seed_gives_one_schedule_of_its_own_call_ids():
+    first = run.plan(11, 300, TEMPLATES, "agt_1")
+    assert first == run.plan(11, 300, TEMPLATES, "agt_1")
+    assert first != run.plan(12, 300, TEMPLATES, "agt_1")
+    assert {p.call for p in first} <= {f"hist-11-c{i}" for i in range(4)} | {"hist-11-w0", "hist-11-w1"}
+    kinds = {p.kind for p in first}
+    assert kinds == {"create", "send", "erase", "webhook_ended", "webhook_analyzed"}, kinds
+    assert any(p.note == "replay" for p in first) and any(p.note == "large" for p in first)
+    assert {p.client for p in first} == {"one_shot", "retrying"}
+
+
+def test_each_content_carries_its_own_marker_and_a_replay_sends_the_same_bytes():
+    schedule = run.plan(3, 400, TEMPLATES, "agt_1")
+    pattern = run.marker_pattern(3)
+    bodies = {}
+    for p in schedule:
+        if p.kind == "erase":
+            assert p.marker is None and p.client == "retrying"
+            continue
+        assert run.markers_in(p.body, pattern) == {p.marker}, p
+        assert bodies.setdefault(p.marker, p.body) == p.body, "a marker is one content, byte for byte"
+    sends = [json.loads(p.body) for p in schedule if p.kind == "send"]
+    assert all(list(s)[0] == "agentId" and s["agentId"] == "agt_1" for s in sends), "agentId first"
+
+
+def test_after_an_erase_the_call_is_created_again():
+    schedule = run.plan(5, 600, TEMPLATES, "agt_1")
+    for i, p in enumerate(schedule):
+        if p.kind != "erase" or not p.call.startswith("hist-5-c"):
+            continue
+        following = next((q for q in schedule[i + 1:] if q.call == p.call), None)
+        assert following is None or following.kind in ("create", "erase"), following
+
+
+def test_retells_reference_verifier_accepts_our_signature():
+    from retell.lib.webhook_auth import verify
+
+    body = retell_event("call_analyzed", "hist-1-w0", "hist-1-00001-mark")
+    header = retell_signature("key_retell_history", body)["x-retell-signature"]
+    assert verify(body.decode(), "key_retell_history", header)
+    assert not verify(body.decode(), "another key", header)
+    payload = json.loads(body)["call"]
+    assert payload["call_id"] == "hist-1-w0" and "hist-1-00001-mark" in payload["call_analysis"]["call_summary"]
+
+
+def test_every_fault_episode_is_rules_the_fault_layer_takes():
+    for kind in run.EPISODES:
+        for spec in run.episode_rules(kind, "calls", "directory", "frames"):
+            Rule(spec, 1)  # raises on a fault the service cannot have
+    assert run.fault_schedule(9)[:20] == run.fault_schedule(9)[:20]
+    assert {k for k, _, _ in run.fault_schedule(9)} == set(run.EPISODES)
+
+
+def test_markers_are_found_in_frames_of_several_zstd_frames():
+    pattern = run.marker_pattern(4)
+    c = zstandard.ZstdCompressor()
+    data = c.compress(b'{"a":"hist-4-00001-mark"}') + c.compress(b'{"b":"hist-4-00002-mark","c":"hist-5-00003-mark"}')
+    assert run.markers_in(run.unpacked(data), pattern) == {"hist-4-00001-mark", "hist-4-00002-mark"}
+    assert run.markers_in(run.unpacked(b'{"raw":"hist-4-00009-mark"}'), pattern) == {"hist-4-00009-mark"}
+
+
+def test_a_request_with_no_answer_is_recorded_without_an_end_and_retried():
+    clock = iter(range(100))
+    recorder = Recorder(clock=lambda: next(clock))
+    answers = iter([OSError("timed out"), Answer(503, [("Retry-After", "0")], b"{}"), Answer(201, [], b'{"is_new":true}')])
+
+    def send(timeout):
+        a = next(answers)
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    ops = recorder.retrying("create", "c1", "m1", send, random.Random(0))
+    assert [(o.status, o.end is None, o.attempt) for o in ops] == [(None, True, 0), (503, False, 1), (201, False, 2)]
+    assert ops[2].body == {"is_new": True} and ops[1].headers == {"retry-after": "0"}
+    one = recorder.one_shot("create", "c1", "m1", lambda timeout: Answer(422, [], b"{}"))
+    assert [(o.status, o.client) for o in one] == [(422, "one_shot")]
+
+
+def test_a_saved_history_checks_the_same_again(tmp_path):
+    ops = [Op("create", "c1", "m1", 0.0, 1.0, 201, {"is_new": True}),
+           Op("create", "c1", "m2", 2.0, 3.0, 201, {"is_new": True})]
+    final = {"calls": {"c1": {"revisions": [{"revision": 1, "marker": "m2", "token": "t", "current": True}],
+                              "readable": True}},
+             "bucket": [{"key": "frames/1/h/t-x", "prefix": "frames/", "markers": {"m2"}, "named": True, "call": "c1"}],
+             "pending_left": 0, "failed_expected": False}
+    path = tmp_path / "history.json"
+    run.write_history(path, 8, 40.0, 2.0, ops, final)
+    again = run.recheck(path, out=open(tmp_path / "out.txt", "w"))
+    assert sorted(v.rule for v in again) == ["is_new_twice", "lost"]
