@@ -27,7 +27,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Every function: one crate each under functions/, named as its binary.
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: help venv browser test test-rust test-viewer test-http chaos chaos-short lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
+.PHONY: help venv browser test test-rust test-viewer test-http test-chaos chaos chaos-short lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
 
 help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
@@ -59,7 +59,11 @@ browser:
 	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test: test-rust test-viewer test-http
+test: test-rust test-viewer test-http test-chaos
+
+# The history checker, briefly (issue 28): a seeded run of creates, sends, replays, erases and
+# Retell webhooks under DynamoDB and S3 faults, then every promise checked (make chaos-short).
+test-chaos: chaos-short
 
 test-rust: venv
 	cargo test --workspace --all-targets

@@ -294,3 +294,28 @@ async fn tombstones_outlive_every_pending_copy_and_old_copies_go_to_failed() {
     assert!(objects.iter().all(|k| k.starts_with(FAILED_PREFIX)) && objects.len() == 1, "{objects:?}");
     f.t.delete().await;
 }
+
+/// A send received while an erase runs (the call marked, not yet buried) waits as pending
+/// and is stored as a new call once the erase is done: it came after the erase began, so
+/// the erase is not over it (its tombstone's `erased_at` is when it began).
+#[tokio::test]
+async fn a_send_received_while_an_erase_runs_is_stored_as_a_new_call_after_it() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post_status(&f, "during", "a").await;
+    let id = first.body["id"].as_u64().unwrap();
+    // The erase pauses just after marking the call.
+    f.t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 1.5, "times": 1}));
+    let store = f.backend.store();
+    let erase = store.erase_call(1, "during", id);
+    let send = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        post_status(&f, "during", "b").await
+    };
+    let (erased, b) = tokio::join!(erase, send);
+    assert!(erased.is_ok(), "{erased:?}");
+    assert_eq!(b.status, 202, "{}", b.body);
+    let swept = sweep(&f).await;
+    assert_eq!((swept.committed, swept.erased), (1, 0), "{swept:?}");
+    assert_eq!(statuses(&f, "during").await, ["b"], "a new call, with only what was sent after the erase began");
+    f.t.delete().await;
+}

@@ -39,6 +39,16 @@ const MAX_ERASED_IDS: usize = 64;
 /// transaction on the head).
 const MAX_ROUNDS: usize = 10;
 
+/// What deleting one of a call's items did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deleted {
+    Yes,
+    /// Gone already, or another submission's item under the same key: not this call's.
+    Changed,
+    /// Another transaction held it: still there.
+    Held,
+}
+
 /// What an erase removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Erased {
@@ -89,9 +99,18 @@ impl Store {
             futures_util::future::try_join_all(frames.map(|key| self.frames.delete(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
             let deleted = futures_util::future::try_join_all(rest.map(|i| self.delete(&pk, i))).await?;
-            removed += deleted.into_iter().filter(|d| *d).count();
+            removed += deleted.iter().filter(|d| **d == Deleted::Yes).count();
+            if deleted.contains(&Deleted::Held) {
+                // A transaction held one of them: it is still there. The head stays until
+                // nothing else of the call is (a revision left behind would keep the erased
+                // content, and block the revisions of a call stored over the tombstone).
+                tokio::time::sleep(backoff(round)).await;
+                continue;
+            }
             tried_head = true;
-            if self.bury(&pk, head, id).await? {
+            if self.bury(&pk, head, id, began).await? {
+                // A pending copy set aside under failed/ after the listing above is gone too.
+                self.delete_pending_of(workspace_id, call_id, began).await?;
                 return Ok(Erased { items: removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;
@@ -103,8 +122,8 @@ impl Store {
     /// it is what was read: a revision written by the same submission (a call stored again
     /// after an erase reuses the revisions' keys, never their tokens). Chunks are named by
     /// their submission's token, so a chunk's key is never another call's. Answers whether
-    /// it deleted (false: the item changed, or another transaction held it).
-    async fn delete(&self, pk: &str, item: &Item) -> Result<bool, StoreError> {
+    /// it deleted, found it changed (gone, or another submission's), or met a transaction.
+    async fn delete(&self, pk: &str, item: &Item) -> Result<Deleted, StoreError> {
         let sk = get_s(item, "sk").ok_or_else(|| StoreError::Internal("an item without a sort key".into()))?;
         let mut request = self.client.delete_item().table_name(&self.table).key("pk", s(pk)).key("sk", s(sk));
         if let (true, Some(token)) = (sk.starts_with("REV#"), get_s(item, "submission")) {
@@ -114,10 +133,10 @@ impl Store {
                 .expression_attribute_values(":submission", s(token));
         }
         match request.send().await {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(Deleted::Yes),
             Err(SdkError::ServiceError(se)) => match se.into_err() {
-                DeleteItemError::ConditionalCheckFailedException(_)
-                | DeleteItemError::TransactionConflictException(_) => Ok(false),
+                DeleteItemError::ConditionalCheckFailedException(_) => Ok(Deleted::Changed),
+                DeleteItemError::TransactionConflictException(_) => Ok(Deleted::Held),
                 other => Err(StoreError::from_service(&other)),
             },
             Err(e) => Err(StoreError::from_sdk(e)),
@@ -159,7 +178,11 @@ impl Store {
     /// erased before, only while the head is still that revision of that call. Answers
     /// whether the head is now buried: true also when the tombstone is there already (the
     /// reply to this request's own write was lost and the SDK's retry found it).
-    async fn bury(&self, pk: &str, head: &Item, id: u64) -> Result<bool, StoreError> {
+    ///
+    /// `erased_at` is when this erase began (or the head's own, if later): a pending copy
+    /// received before it is dropped when committed, as this erase deleted those it found;
+    /// one received since is a later submission and is committed over the tombstone.
+    async fn bury(&self, pk: &str, head: &Item, id: u64, began: u64) -> Result<bool, StoreError> {
         let revision = get_u64(head, "revision").unwrap_or(1);
         let mut erased: Vec<u64> = match head.get(ERASED_IDS) {
             Some(AttributeValue::Ns(ids)) => ids.iter().filter_map(|i| i.parse().ok()).collect(),
@@ -180,7 +203,7 @@ impl Store {
             .item("pk", s(pk))
             .item("sk", s(HEAD))
             .item(ERASED_IDS, AttributeValue::Ns(erased))
-            .item(ERASED_AT, n(super::now_ms()))
+            .item(ERASED_AT, n(began.max(super::item::erased_at(head))))
             // Its own token: a create over it is conditioned on it being this tombstone.
             .item("submission", s(super::random_hex(8)?))
             .item(tables::TTL_ATTRIBUTE, n(expires))

@@ -192,21 +192,25 @@ impl Store {
         path: Path,
     ) -> Result<Option<Stored>, StoreError> {
         let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
-        let mut attempt = Attempt { external: external.as_ref(), wrote_frame: false, maybe_applied: false };
+        // A pending copy's frame may have been written by its direct write already.
+        let wrote_frame = path == Path::Pending;
+        let mut attempt = Attempt { external: external.as_ref(), wrote_frame, maybe_applied: false };
         let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
-        let stored_nothing = match &result {
+        let unused = match &result {
+            // An erase won: no item of this submission can be written any more.
             Ok(None) => true,
-            Ok(Some(stored)) => stored.outcome == Outcome::Unchanged,
-            Err(_) => false,
+            // Its content was there already, under another submission. Only a direct one
+            // knows no other commit of its identity runs (a pending copy is made only when
+            // the direct write did not finish); one of its own items may name it all the
+            // same (an attempt applied without an answer).
+            Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
+                !self.holds_identity(&sub, None).await.unwrap_or(true)
+            }
+            _ => false,
         };
-        if let (true, true, Some((key, _))) = (stored_nothing, attempt.wrote_frame, &external) {
-            // Only this submission's items name its frame: none was written when its
-            // identity is nowhere in the call.
-            let ours = matches!(&result, Ok(Some(_))) && self.holds_identity(&sub, None).await.unwrap_or(true);
-            if !ours {
-                if let Err(e) = self.frames.delete(key).await {
-                    tracing::warn!(error = %e, "an unused frame was not removed");
-                }
+        if let (true, true, Some((key, _))) = (unused, attempt.wrote_frame, &external) {
+            if let Err(e) = self.frames.delete(key).await {
+                tracing::warn!(error = %e, "an unused frame was not removed");
             }
         }
         result

@@ -97,11 +97,19 @@ impl Store {
             .expression_attribute_names("#submission", "submission")
             .expression_attribute_values(":seen", n(revision))
             .expression_attribute_values(":id", n(id));
+        // Never over a head an erase has marked since it was read: the erase has begun
+        // deleting, and a new head would drop the mark and make the erased content a
+        // readable revision again.
+        let put = put.expression_attribute_names("#erasing", super::item::ERASING);
         let put = match get_s(old, "submission") {
             Some(token) => put
-                .condition_expression("#revision = :seen AND #id = :id AND #submission = :token")
+                .condition_expression(
+                    "#revision = :seen AND #id = :id AND #submission = :token AND attribute_not_exists(#erasing)",
+                )
                 .expression_attribute_values(":token", s(token)),
-            None => put.condition_expression("#revision = :seen AND #id = :id AND attribute_not_exists(#submission)"),
+            None => put.condition_expression(
+                "#revision = :seen AND #id = :id AND attribute_not_exists(#submission) AND attribute_not_exists(#erasing)",
+            ),
         };
         Ok(put.build()?)
     }
