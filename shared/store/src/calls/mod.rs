@@ -242,7 +242,11 @@ impl Store {
                 return Ok(None);
             }
             let head = found.filter(|item| !is_tombstone(item));
-            if let Some(head) = head.as_ref().filter(|h| sub.same_content(h) && !is_erasing(h)) {
+            if head.as_ref().is_some_and(is_erasing) {
+                // Being erased: no frame is written for a submission that must wait.
+                return Err(StoreError::Unavailable("the call is being erased".into()));
+            }
+            if let Some(head) = head.as_ref().filter(|h| sub.same_content(h)) {
                 return unchanged(head, requests).map(Some);
             }
             self.frames.put(key, frame.clone(), owner, call_id, received).await?;

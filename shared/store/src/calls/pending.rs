@@ -334,6 +334,14 @@ impl Store {
             let listed = self.keys_under(&format!("{prefix}{folder}")).await?;
             keys.extend(listed.into_iter().filter(|k| receipt_of(k).is_none_or(|r| r.received_ms < before_ms)));
         }
+        // A submission answered 202 may have written its frame before it went pending (its
+        // direct write ran out of time): the frame goes with its pending copy. No item can
+        // name it any more: its writes in flight are conditioned on a head this erase has
+        // marked or buried.
+        let prefixes: Vec<String> =
+            keys.iter().filter_map(|k| receipt_of(k)).map(|r| format!("frames/{folder}{}-", r.token)).collect();
+        let frames = futures_util::future::try_join_all(prefixes.iter().map(|p| self.keys_under(p))).await?;
+        keys.extend(frames.into_iter().flatten());
         futures_util::future::try_join_all(keys.iter().map(|k| self.frames.delete(k))).await?;
         Ok(keys.len())
     }
