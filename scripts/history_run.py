@@ -426,6 +426,8 @@ def scan_bucket(stack, calls, pattern):
             if call is None:
                 others += 1
                 continue
+            if o["Size"] == 0 and key.startswith("frames/"):
+                continue  # an erased frame's marker: holds nothing (the bucket's lifecycle removes it)
             try:
                 data = unpacked(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
             except s3.exceptions.NoSuchKey:

@@ -108,10 +108,12 @@ impl Tables {
         Frames::new(self.s3.clone(), self.bucket.clone())
     }
 
-    /// The keys of every object in the frames' bucket.
+    /// The keys of every object in the frames' bucket that holds something: an erased
+    /// frame's empty marker (`Frames::erase`) holds nothing, and is left out.
     pub async fn objects(&self) -> Vec<String> {
         let out = self.s3.list_objects_v2().bucket(&self.bucket).send().await.expect("list the frames");
-        out.contents.unwrap_or_default().into_iter().filter_map(|o| o.key).collect()
+        let held = out.contents.unwrap_or_default().into_iter().filter(|o| o.size.unwrap_or_default() > 0);
+        held.filter_map(|o| o.key).collect()
     }
 
     /// Configuration pointing at these tables (and signing cursors with

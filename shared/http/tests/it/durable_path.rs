@@ -319,3 +319,22 @@ async fn a_send_received_while_an_erase_runs_is_stored_as_a_new_call_after_it() 
     assert_eq!(statuses(&f, "during").await, ["b"], "a new call, with only what was sent after the erase began");
     f.t.delete().await;
 }
+
+/// S3 applies a frame's PUT late (its connection dropped, the SDK's retry stored it, then the
+/// first copy arrives): after an erase, that copy must not write the erased content back.
+/// The erase overwrites the frame with an empty marker, on which the conditional PUT fails.
+#[tokio::test]
+async fn a_late_put_of_an_erased_frame_never_writes_its_content_back() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let rule = json!({"service": "s3", "op": "PutObject", "fault": "late", "seconds": 2.0,
+                      "contains": "/frames/", "times": 1});
+    f.t.fault(rule);
+    let first = post(&f, &large_body("late-put", 5)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    f.backend.store().erase_call(1, "late-put", id).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    assert_eq!(f.t.objects().await, Vec::<String>::new(), "no object holds the erased call");
+    assert!(matches!(f.backend.store().get_call(1, "late-put", false).await, Ok(None)));
+    f.t.delete().await;
+}

@@ -122,11 +122,14 @@ impl Frames {
         let out = match result {
             Ok(out) => out,
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
+            // A range of an erased frame's empty marker.
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 416) => return Ok(None),
             Err(e) => return Err(StoreError::from_sdk(e)),
         };
         let bytes =
             out.body.collect().await.map_err(|e| StoreError::Unavailable(format!("reading a frame failed: {}", e)))?;
-        Ok(Some(bytes.to_vec()))
+        // An erased frame's marker ([`Frames::erase`]): no frame.
+        Ok(Some(bytes.to_vec()).filter(|b| !b.is_empty()))
     }
 
     /// Creates the bucket unless it exists (the local stack; in AWS the template does);
@@ -150,7 +153,25 @@ impl Frames {
         }
     }
 
-    /// Deletes the frame at `key` (deleting one that is gone succeeds).
+    /// Erases the frame at `key`: overwrites it with an empty object rather than deleting
+    /// it. A copy of its PUT that arrives late (stuck in the network, applied after the
+    /// SDK's retry) is conditioned on no object being there (`If-None-Match: *`), so it
+    /// fails on the marker instead of bringing erased content back, as a delete would let
+    /// it. Empty objects under `frames/` are markers: readers take one as no frame, and the
+    /// bucket's lifecycle removes them after 8 days, long after any late request.
+    pub async fn erase(&self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .body(ByteStream::from_static(b""))
+            .send()
+            .await
+            .map_err(s3_error)?;
+        Ok(())
+    }
+
+    /// Deletes the object at `key` (deleting one that is gone succeeds).
     pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.client.delete_object().bucket(&self.bucket).key(key).send().await.map_err(StoreError::from_sdk)?;
         Ok(())

@@ -209,7 +209,7 @@ impl Store {
             _ => false,
         };
         if let (true, true, Some((key, _))) = (unused, attempt.wrote_frame, &external) {
-            if let Err(e) = self.frames.delete(key).await {
+            if let Err(e) = self.frames.erase(key).await {
                 tracing::warn!(error = %e, "an unused frame was not removed");
             }
         }

@@ -340,10 +340,11 @@ impl Store {
         // marked or buried.
         let prefixes: Vec<String> =
             keys.iter().filter_map(|k| receipt_of(k)).map(|r| format!("frames/{folder}{}-", r.token)).collect();
-        let frames = futures_util::future::try_join_all(prefixes.iter().map(|p| self.keys_under(p))).await?;
-        keys.extend(frames.into_iter().flatten());
+        let frames: Vec<String> =
+            futures_util::future::try_join_all(prefixes.iter().map(|p| self.keys_under(p))).await?.concat();
         futures_util::future::try_join_all(keys.iter().map(|k| self.frames.delete(k))).await?;
-        Ok(keys.len())
+        futures_util::future::try_join_all(frames.iter().map(|k| self.frames.erase(k))).await?;
+        Ok(keys.len() + frames.len())
     }
 
     /// Every key under `prefix`, in S3's order (a call's pending submissions: oldest first).

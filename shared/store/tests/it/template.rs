@@ -215,7 +215,14 @@ fn functions_have_least_privilege_iam() {
     let reads = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "s3:GetObject", "s3:ListBucket"];
     for (function, allowed) in readers.iter().map(|r| (*r, &[][..])).chain([(
         "EraseCallFunction",
-        &["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "s3:DeleteObject", "s3:ListBucket"][..],
+        &[
+            "dynamodb:DeleteItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "s3:DeleteObject",
+            "s3:PutObject",
+            "s3:ListBucket",
+        ][..],
     )]) {
         for statement in t["Resources"][function]["Properties"]["Policies"][0]["Statement"].as_array().unwrap() {
             if statement["Sid"] != "CountRequests" {
@@ -279,7 +286,7 @@ fn s3_rights(t: &Value, function: &str) -> Vec<(String, String)> {
 #[test]
 fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
     let t = template();
-    let sender = [("s3:PutObject", "frames/*"), ("s3:DeleteObject", "frames/*"), ("s3:PutObject", "pending/*")];
+    let sender = [("s3:PutObject", "frames/*"), ("s3:PutObject", "pending/*")];
     let reader = [("s3:GetObject", "frames/*"), ("s3:ListBucket", "bucket")];
     let expected: [(&str, &[(&str, &str)]); 8] = [
         ("SendCallDataFunction", &sender),
@@ -290,7 +297,7 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
         (
             "EraseCallFunction",
             &[
-                ("s3:DeleteObject", "frames/*"),
+                ("s3:PutObject", "frames/*"),
                 ("s3:DeleteObject", "pending/*"),
                 ("s3:DeleteObject", "failed/*"),
                 ("s3:ListBucket", "bucket"),
@@ -304,7 +311,6 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
                 ("s3:GetObject", "pending/*"),
                 ("s3:DeleteObject", "pending/*"),
                 ("s3:PutObject", "frames/*"),
-                ("s3:DeleteObject", "frames/*"),
                 ("s3:PutObject", "failed/*"),
             ],
         ),
