@@ -338,3 +338,29 @@ async fn a_late_put_of_an_erased_frame_never_writes_its_content_back() {
     assert!(matches!(f.backend.store().get_call(1, "late-put", false).await, Ok(None)));
     f.t.delete().await;
 }
+
+/// A call whose erase stopped part-way gathers every send of it as pending (hundreds, from a
+/// busy client): the erase, sent again, still finishes, sending its deletes a few at a time
+/// (all at once they queued past the SDK's timeouts, and the erase answered 503 for ever;
+/// the history checker, seed 11).
+#[tokio::test]
+async fn an_erase_finishes_over_hundreds_of_pending_sends() {
+    use futures_util::stream::{self, StreamExt};
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post_status(&f, "crowded", "a").await;
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let (_, raw) = testkit::small_call("crowded", "waiting");
+    let store = f.backend.store();
+    stream::iter(0..300)
+        .for_each_concurrent(8, |_| async {
+            let receipt = Receipt::now().unwrap();
+            store.put_pending(owner, Operation::CreateCall, "crowded", &raw, &receipt).await.unwrap();
+        })
+        .await;
+    assert_eq!(pending(&f).await.len(), 300);
+    store.erase_call(1, "crowded", id).await.expect("the erase finishes");
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}

@@ -96,9 +96,9 @@ impl Store {
             // under failed/: the erase wins.
             self.delete_pending_of(workspace_id, call_id, began).await?;
             let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
-            futures_util::future::try_join_all(frames.map(|key| self.frames.erase(key))).await?;
+            super::bounded(frames.map(|key| self.frames.erase(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
-            let deleted = futures_util::future::try_join_all(rest.map(|i| self.delete(&pk, i))).await?;
+            let deleted = super::bounded(rest.map(|i| self.delete(&pk, i))).await?;
             removed += deleted.iter().filter(|d| **d == Deleted::Yes).count();
             if deleted.contains(&Deleted::Held) {
                 // A transaction held one of them: it is still there. The head stays until

@@ -469,6 +469,19 @@ fn unchanged(head: &Item, requests: u32) -> Result<Stored, StoreError> {
     Ok(Stored { id, outcome: Outcome::Unchanged, revision, bytes_written: 0, requests })
 }
 
+/// Requests an erase sends at once: a call with hundreds of pending sends or revisions would
+/// otherwise send them all together, and time out queueing behind each other.
+const PARALLEL: usize = 16;
+
+/// Runs `requests`, at most [`PARALLEL`] at once; the first error ends it.
+async fn bounded<T>(
+    requests: impl IntoIterator<Item = impl std::future::Future<Output = Result<T, StoreError>>>,
+) -> Result<Vec<T>, StoreError> {
+    use futures_util::stream::{self, StreamExt, TryStreamExt};
+    let requests: Vec<_> = requests.into_iter().collect();
+    stream::iter(requests).buffer_unordered(PARALLEL).try_collect().await
+}
+
 /// A short, growing, jittered pause between attempts of a contended write.
 fn backoff(attempt: usize) -> Duration {
     let base = 5u64 << attempt.min(6);

@@ -340,10 +340,9 @@ impl Store {
         // marked or buried.
         let prefixes: Vec<String> =
             keys.iter().filter_map(|k| receipt_of(k)).map(|r| format!("frames/{folder}{}-", r.token)).collect();
-        let frames: Vec<String> =
-            futures_util::future::try_join_all(prefixes.iter().map(|p| self.keys_under(p))).await?.concat();
-        futures_util::future::try_join_all(keys.iter().map(|k| self.frames.delete(k))).await?;
-        futures_util::future::try_join_all(frames.iter().map(|k| self.frames.erase(k))).await?;
+        let frames: Vec<String> = super::bounded(prefixes.iter().map(|p| self.keys_under(p))).await?.concat();
+        super::bounded(keys.iter().map(|k| self.frames.delete(k))).await?;
+        super::bounded(frames.iter().map(|k| self.frames.erase(k))).await?;
         Ok(keys.len() + frames.len())
     }
 
