@@ -341,8 +341,10 @@ impl Store {
         let prefixes: Vec<String> =
             keys.iter().filter_map(|k| receipt_of(k)).map(|r| format!("frames/{folder}{}-", r.token)).collect();
         let frames: Vec<String> = super::bounded(prefixes.iter().map(|p| self.keys_under(p))).await?.concat();
-        super::bounded(keys.iter().map(|k| self.frames.delete(k))).await?;
+        // Frames first: an erase cut short between the two finds the tokens again next time
+        // (the other way round, the frames of copies already deleted were never found).
         super::bounded(frames.iter().map(|k| self.frames.erase(k))).await?;
+        super::bounded(keys.iter().map(|k| self.frames.delete(k))).await?;
         Ok(keys.len() + frames.len())
     }
 
