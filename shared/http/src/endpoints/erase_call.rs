@@ -13,6 +13,10 @@ use crate::problems::{self, storage_problem};
 use crate::reading::{admit, locate, path_id};
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::Problem;
+use call_ingest_store::calls::StoreError;
+
+/// How long one request works at an erase: well inside the function's 29 s timeout.
+const ERASE_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
 
 #[derive(Debug, Serialize)]
 struct ErasedBody {
@@ -36,12 +40,14 @@ pub async fn answer(
     let id = path_id(request).ok_or_else(problems::call_not_found)?;
     let removed = match locate(backend, workspace_id, Some(id)).await? {
         Some(call_id) => {
-            backend
-                .store()
-                .erase_call(workspace_id, &call_id, id)
-                .await
-                .map_err(|e| storage_problem(e, "the call could not be erased"))?
-                .items
+            let erase = backend.store().erase_call(workspace_id, &call_id, id);
+            // A call with a great deal to remove (hundreds of pending sends gathered while an
+            // earlier erase was cut short) is erased over several requests: what one removed
+            // stays removed, and a 503 with Retry-After comes before the function's timeout.
+            let erased = tokio::time::timeout(ERASE_BUDGET, erase).await.unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(format!("not finished within {} s", ERASE_BUDGET.as_secs())))
+            });
+            erased.map_err(|e| storage_problem(e, "the call could not be erased"))?.items
         }
         _ => 0,
     };

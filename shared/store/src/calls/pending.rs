@@ -348,7 +348,8 @@ impl Store {
         Ok(keys.len() + frames.len())
     }
 
-    /// Every key under `prefix`, in S3's order (a call's pending submissions: oldest first).
+    /// Every key under `prefix` of an object that holds something, in S3's order (a call's
+    /// pending submissions: oldest first); erased frames' empty markers are left out.
     async fn keys_under(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let mut keys = Vec::new();
         let mut token = None;
@@ -363,7 +364,9 @@ impl Store {
                 .send()
                 .await
                 .map_err(StoreError::from_sdk)?;
-            keys.extend(out.contents().iter().filter_map(|o| o.key()).map(str::to_owned));
+            // An erased frame's empty marker is nothing left to remove.
+            let held = out.contents().iter().filter(|o| o.size().unwrap_or(1) > 0);
+            keys.extend(held.filter_map(|o| o.key()).map(str::to_owned));
             token = out.next_continuation_token;
             if token.is_none() {
                 return Ok(keys);
