@@ -70,6 +70,8 @@ struct Attempt<'a> {
     external: Option<&'a (String, bytes::Bytes)>,
     wrote_frame: bool,
     maybe_applied: bool,
+    /// It found the call being erased, and waits.
+    met_erase: bool,
 }
 
 /// Who a call belongs to.
@@ -194,7 +196,7 @@ impl Store {
         let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
         // A pending copy's frame may have been written by its direct write already.
         let wrote_frame = path == Path::Pending;
-        let mut attempt = Attempt { external: external.as_ref(), wrote_frame, maybe_applied: false };
+        let mut attempt = Attempt { external: external.as_ref(), wrote_frame, maybe_applied: false, met_erase: false };
         let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
         let unused = match &result {
             // An erase won: no item of this submission can be written any more.
@@ -211,6 +213,15 @@ impl Store {
         if let (true, true, Some((key, _))) = (unused, attempt.wrote_frame, &external) {
             if let Err(e) = self.frames.erase(key).await {
                 tracing::warn!(error = %e, "an unused frame was not removed");
+            }
+        }
+        let waits = path == Path::Direct && attempt.met_erase && !attempt.maybe_applied && attempt.wrote_frame;
+        if let (true, Some((key, _))) = (waits, &external) {
+            // The call is being erased and nothing of this send was written: it goes pending,
+            // and its pending copy writes the frame again when committed. Left here, a frame
+            // written after the erase looked for this send's frames would outlive the erase.
+            if let Err(e) = self.frames.delete(key).await {
+                tracing::warn!(error = %e, "the frame of a send that waits was not removed");
             }
         }
         result
@@ -326,6 +337,7 @@ impl Store {
                 // An erase began and has not finished (it answered "try again"): neither a
                 // revision (it would make the erased content readable again) nor a replay.
                 // The submission waits, pending, for the erase to be finished.
+                attempt.met_erase = true;
                 return Err(StoreError::Unavailable("the call is being erased".into()));
             }
             if sub.same_content(&head) {
