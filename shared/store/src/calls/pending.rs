@@ -338,9 +338,21 @@ impl Store {
         // direct write ran out of time): the frame goes with its pending copy. No item can
         // name it any more: its writes in flight are conditioned on a head this erase has
         // marked or buried.
-        let prefixes: Vec<String> =
-            keys.iter().filter_map(|k| receipt_of(k)).map(|r| format!("frames/{folder}{}-", r.token)).collect();
-        let frames: Vec<String> = super::bounded(prefixes.iter().map(|p| self.keys_under(p))).await?.concat();
+        // One listing of the call's frames, matched to the copies' tokens here (a listing per
+        // copy took an erase of a call holding hundreds past its time, every time).
+        let tokens: std::collections::HashSet<String> =
+            keys.iter().filter_map(|k| receipt_of(k)).map(|r| r.token).collect();
+        let frames: Vec<String> = match tokens.is_empty() {
+            true => Vec::new(),
+            false => {
+                // A frame's name is `<token>-<content digest>`.
+                let of_copy = |k: &String| {
+                    let name = k.rsplit('/').next().unwrap_or_default();
+                    name.split_once('-').is_some_and(|(token, _)| tokens.contains(token))
+                };
+                self.keys_under(&format!("frames/{folder}")).await?.into_iter().filter(of_copy).collect()
+            }
+        };
         // Frames first: an erase cut short between the two finds the tokens again next time
         // (the other way round, the frames of copies already deleted were never found).
         super::bounded(frames.iter().map(|k| self.frames.erase(k))).await?;
