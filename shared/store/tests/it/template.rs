@@ -286,7 +286,7 @@ fn s3_rights(t: &Value, function: &str) -> Vec<(String, String)> {
 #[test]
 fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
     let t = template();
-    let sender = [("s3:PutObject", "frames/*"), ("s3:PutObject", "pending/*")];
+    let sender = [("s3:PutObject", "frames/*"), ("s3:DeleteObject", "frames/*"), ("s3:PutObject", "pending/*")];
     let reader = [("s3:GetObject", "frames/*"), ("s3:ListBucket", "bucket")];
     let expected: [(&str, &[(&str, &str)]); 8] = [
         ("SendCallDataFunction", &sender),
