@@ -323,6 +323,10 @@ def _erased_readable(marker, history, revisions, bucket, t):
     return f"{marker} was erased (erase at {after[0].start:.3f}) and is still in {', '.join(where)}"
 
 
+# Every prefix the service writes in the frames' bucket; an object elsewhere is an orphan.
+BUCKET_PREFIXES = ("frames/", "pending/", "failed/", "held/")
+
+
 def _orphan(obj, failed_expected):
     """Why a bucket object should not be there once settled, or None."""
     prefix = obj["prefix"]
@@ -332,6 +336,10 @@ def _orphan(obj, failed_expected):
         return "a pending submission left after settling"
     if prefix == "failed/" and not failed_expected:
         return "a pending submission that could not be committed (moved to failed/)"
+    if prefix == "held/":
+        return "a webhook report still held after settling (every hook of the run has an agent)"
+    if prefix not in BUCKET_PREFIXES:
+        return f"an object under {prefix}, which nothing writes"
     return None
 
 

@@ -20,6 +20,7 @@ import os
 import threading
 import time
 
+from devstack import webhook_clients
 from devstack.history import Op
 from devstack.stack import ROOT, request
 
@@ -32,11 +33,8 @@ RETELL_FIXTURES = os.path.join(ROOT, "shared", "core", "tests", "fixtures", "pro
 
 
 def retell_signature(secret, body, at_ms=None):
-    """Retell's `x-retell-signature` header for `body`: `v=<ms>,d=<HMAC-SHA-256 hex of the
-    body followed by the ms>`, keyed by the account's API key."""
-    at_ms = at_ms if at_ms is not None else int(time.time() * 1000)
-    digest = hmac.new(secret.encode(), body + str(at_ms).encode(), hashlib.sha256).hexdigest()
-    return {"x-retell-signature": f"v={at_ms},d={digest}"}
+    """Retell's `x-retell-signature` header for `body` (webhook_clients.signed)."""
+    return webhook_clients.signed("retell", secret, body, at_ms)
 
 
 def retell_event(event, call_id, marker):
@@ -56,13 +54,7 @@ def retell_event(event, call_id, marker):
 def retell_hook(stack, secret):
     """A Retell webhook of the development workspace and agent, signed with `secret`:
     its URL."""
-    path = os.path.join(stack.tmp, "retell-signing-key")
-    with open(path, "w") as f:
-        f.write(secret + "\n")
-    made = stack.ctl("webhook", "create", "--workspace", stack.dev["workspace_id"], "--provider", "retell",
-                     "--api-url", stack.url, "--agent", stack.dev["agent_remote_identifier"],
-                     "--signing-key-file", path)
-    return made["url"]
+    return webhook_clients.hook(stack, "retell", secret)[0]
 
 
 class Recorder:

@@ -3,7 +3,7 @@
 per function, then a check of every promise with faults off.
 
     chaos.py [--seconds 120] [--seed N] [--workers 12] [--instances 8]
-             [--phases random,outage,s3,burst,history] [--operations 2000]
+             [--phases random,outage,s3,burst,webhooks,history] [--operations 2000]
 
 Clients submit small calls and large calls (about 1.8 MB, frames in S3), replays of the same content
 and concurrent revisions, and retry like real ones: on a network error, 408, 429 or 5xx,
@@ -16,30 +16,43 @@ Alongside them, one-shot clients act as the clients people run (Tuner's pipecat 
 ElevenLabs sample): one attempt, a 10 s timeout, and any answer but 2xx is a call lost.
 
 Phases, one after the other: `random` (the faults above, for --seconds), `outage` (every
-DynamoDB request fails for 30 s), `s3` (S3 failing a third of the frame writes, 20 s) and
-`burst` (100 calls of one workspace within one second, at the default rate limit) and
-`history` (scripts/history_run.py: a seeded schedule of creates, sends, replays, erases and
-Retell webhooks under scheduled DynamoDB and S3 faults, at most --operations requests or
---seconds, every request recorded and the history checked against the final table and
-bucket by devstack/history.py; a seed replays its schedule: `make chaos SEED=n`). After
-each, with faults off, every call accepted (202) so far must be committed within 60 s; the
-next phase starts once it is.
+DynamoDB request fails for 30 s), `s3` (S3 failing a third of the frame writes, 20 s),
+`burst` (100 calls of one workspace within one second, at the default rate limit),
+`webhooks` and `history` (scripts/history_run.py: a seeded schedule of creates, sends,
+replays, erases and Retell webhooks under scheduled DynamoDB and S3 faults, at most
+--operations requests or --seconds, every request recorded and the history checked against
+the final table and bucket by devstack/history.py; a seed replays its schedule:
+`make chaos SEED=n`). After each, with faults off, every call accepted (202, or a webhook's `accepted`)
+so far must be committed within 60 s; the next phase starts once it is.
+
+`webhooks`: a hook per provider, of the development workspace and agent, and one-shot
+senders, since Vapi and ElevenLabs never send a report again (Retell retries; modelled as
+one-shot too, the stricter): Vapi's end-of-call-report, ElevenLabs' post_call_transcription,
+and Retell's call_ended and call_analyzed of one call, in either order; each call a new
+call id. Two calls per instance and hook with faults off (so that instances have read the
+hooks), then 20 s under the random phase's faults, on the Directory table too (where hooks
+are read), then 15 s of the outage. A report is lost unless answered 200 `stored`,
+`unchanged`, `revised`, `accepted` or `held`, and then read back (Get Call by provider call
+id) as its provider's call, Retell's analysis current once its call_analyzed was kept.
 
 Then, with faults off, every call is read back (callctl) and the table printed. Exit 1
 when a promise broke: lost (acknowledged, not stored as current or as a revision),
 doubled (two ids for one call, two is_new: true, one id for two calls), a 500, a 503
 without Retry-After, a call whose every submission was answered at the first attempt
-without any is_new: true, an unreadable call, or any violation the history phase found.
+without any is_new: true, an unreadable call, a webhook report lost, or any violation the
+history phase found.
 """
 import argparse
+import http.client
 import json
 import os
 import random
 import sys
 import threading
 import time
+from collections import namedtuple
 
-from devstack import programs
+from devstack import programs, webhook_clients
 from devstack.stack import Stack, request
 
 # The history phase: a program of its own too (scripts/history_run.py).
@@ -108,14 +121,20 @@ class Log:
 ONE_SHOT_TIMEOUT = 10
 
 
-def submit_once(stack, body):
-    """A one-shot client's submission: one attempt, a 10 s timeout."""
+def one_attempt(send):
+    """A one-shot client's request: `send(timeout)` once, with a 10 s timeout, as a list of
+    attempts [(status or None, seconds, answer body, headers)]."""
     started = time.time()
     try:
-        a = stack.post_create_call(body, timeout=ONE_SHOT_TIMEOUT)
+        a = send(ONE_SHOT_TIMEOUT)
         return [(a.status, time.time() - started, a.body, a.headers)]
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return [(None, time.time() - started, None, {})]
+
+
+def submit_once(stack, body):
+    """A one-shot client's submission."""
+    return one_attempt(lambda timeout: stack.post_create_call(body, timeout=timeout))
 
 
 def submit(stack, call_id, body, rng):
@@ -187,12 +206,7 @@ def burst(stack, workload, log, n=100, seed=0):
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     def once(call_id, body):
-        started = time.time()
-        try:
-            a = request("POST", url, body, headers, timeout=ONE_SHOT_TIMEOUT)
-            attempts = [(a.status, time.time() - started, a.body, a.headers)]
-        except OSError:
-            attempts = [(None, time.time() - started, None, {})]
+        attempts = one_attempt(lambda timeout: request("POST", url, body, headers, timeout=timeout))
         log.add(call_id, body, attempts, "one-shot", "burst", workspace=ws)
 
     threads = []
@@ -204,6 +218,160 @@ def burst(stack, workload, log, n=100, seed=0):
         time.sleep(1.0 / n)
     for t in threads:
         t.join()
+
+
+def random_faults(stack, tables):
+    """The random phase's faults: FAULTS on each of `tables`, S3_FAULTS on the bucket."""
+    for table in tables:
+        for fault, op, rate in FAULTS:
+            stack.faults.add({"op": op, "fault": fault, "rate": rate, "table": table, "seconds": 3.5})
+    for fault, op, rate in S3_FAULTS:
+        stack.faults.add({"service": "s3", "op": op, "fault": fault, "rate": rate, "table": stack.env["FRAMES_BUCKET"],
+                          "seconds": 3.5})
+
+
+def outage(stack):
+    """Every DynamoDB request of the Calls and Directory tables failing."""
+    for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
+        stack.faults.add({"op": "*", "fault": "internal", "rate": 1.0, "table": table})
+
+
+# The webhooks phase: seconds under the random faults, then under the outage.
+WEBHOOK_SECONDS = 20
+WEBHOOK_OUTAGE_SECONDS = 15
+# Each provider's hook: the key callctl is given (Retell's and ElevenLabs' own), or None
+# (Vapi's secret is callctl's to make).
+SIGNING_KEYS = {"vapi": None, "retell": "key_retell_chaos", "elevenlabs": "wsec_elevenlabs_chaos"}
+# What a provider sends of one call: (event, fixture, the fixture's call id), each once.
+REPORTS = {
+    "vapi": [("end-of-call-report", "vapi_tools", "vapi-call-tools-1")],
+    "retell": [("call_ended", "retell_call_ended", "call_7f3a9c2e1b"),
+               ("call_analyzed", "retell_call_analyzed", "call_7f3a9c2e1b")],
+    "elevenlabs": [("post_call_transcription", "elevenlabs_transcription", "conv_01jxyz")],
+}
+# A webhook's answers (200) that promise the call is stored, or will be.
+KEPT = {"stored", "unchanged", "revised", "accepted", "held"}
+# One report sent: `attempt` as a one-shot client's (status or None, seconds, answer, headers).
+Report = namedtuple("Report", "provider event call_id stage attempt")
+
+
+def webhooks(stack, seed, workers):
+    """The webhooks phase: a hook per provider of the development workspace and agent, a
+    few calls each with faults off, then `workers` one-shot senders under the random faults
+    (on the Directory table too, where instances read hooks) and then under the outage.
+    Answers every report sent."""
+    hooks = {p: webhook_clients.hook(stack, p, key)[:2] for p, key in SIGNING_KEYS.items()}
+    reports = warm_up(hooks, seed, 2 * stack.instances)
+    random_faults(stack, (stack.calls_table, stack.env["DIRECTORY_TABLE"]))
+    reports += send_reports(hooks, "random", WEBHOOK_SECONDS, seed, workers)
+    stack.faults.clear()
+    outage(stack)
+    return reports + send_reports(hooks, "outage", WEBHOOK_OUTAGE_SECONDS, seed, workers)
+
+
+def send_call(hooks, provider, call_id, stage, rng):
+    """The reports of one call, each sent once and signed when sent: Retell's two events one
+    after the other, in an order of `rng`'s."""
+    reports = []
+    url, secret = hooks[provider]
+    for event, name, old_id in rng.sample(REPORTS[provider], len(REPORTS[provider])):
+        body = webhook_clients.fixture(name, **{old_id: call_id})
+        [attempt] = one_attempt(lambda timeout: webhook_clients.post(
+            url, body, webhook_clients.sent_headers(provider, secret, body), timeout=timeout))
+        reports.append(Report(provider, event, call_id, stage, attempt))
+    return reports
+
+
+def warm_up(hooks, seed, calls):
+    """`calls` calls per hook with faults off, one after the other: the idle instances take
+    requests in turn, so each has likely read every hook before faults start."""
+    rng = random.Random(f"webhooks-warm-up-{seed}")
+    return [r for provider in hooks for i in range(calls)
+            for r in send_call(hooks, provider, f"hook-warm-up-{seed}-{provider}-{i}", "warm-up", rng)]
+
+
+def send_reports(hooks, stage, seconds, seed, workers):
+    """`workers` one-shot senders for `seconds`, each sending one call at a time of a
+    provider of its choice, every call a new call id carrying the seed."""
+    deadline = time.time() + seconds
+    sent = [[] for _ in range(workers)]
+
+    def sender(n):
+        rng = random.Random(f"webhooks-{stage}-{seed}-{n}")
+        i = 0
+        while time.time() < deadline:
+            provider = rng.choice(sorted(hooks))
+            sent[n] += send_call(hooks, provider, f"hook-{stage}-{seed}-{n}-{i}", stage, rng)
+            i += 1
+            time.sleep(rng.uniform(0.05, 0.3))
+
+    threads = [threading.Thread(target=sender, args=(n,)) for n in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [r for reports in sent for r in reports]
+
+
+def answer_of(attempt):
+    """How a report was answered: "200 <status>", another HTTP status, or None (no answer)."""
+    status, _, answer, _ = attempt
+    if status == 200 and isinstance(answer, dict):
+        return f"200 {answer.get('status')}"
+    return status
+
+
+def kept(attempt):
+    """Whether a webhook's answer promises the call stored, now or later: 200 with a status
+    in KEPT. Any other (the provider sends the report no more) is a report lost."""
+    status, _, answer, _ = attempt
+    return status == 200 and isinstance(answer, dict) and answer.get("status") in KEPT
+
+
+def read_call(stack, call_id, attempts=5):
+    """Get Call's answer body by provider call id, or None; a read answered anything but 200
+    (the local DynamoDB is one process, busy with commits) is tried again."""
+    for attempt in range(attempts):
+        try:
+            a = webhook_clients.read(stack, call_id, timeout=ONE_SHOT_TIMEOUT)
+            if a.status == 200:
+                return a.body
+        except (OSError, http.client.HTTPException):
+            pass
+        if attempt < attempts - 1:
+            time.sleep(1)
+    return None
+
+
+def holds(report, stored):
+    """Whether `stored` (Get Call's body, or None) holds a report answered as kept: a call of
+    its provider, and once Retell's call_analyzed was kept, the analysis as current content
+    (its later stage wins over call_ended, whichever came last)."""
+    if stored is None or stored["document"]["call"]["provider"] != report.provider:
+        return False
+    return report.event != "call_analyzed" or stored["document"]["call"]["provider_event"] == "call_analyzed"
+
+
+def lost_reports(stack, reports):
+    """Webhook reports sent and lost, and their answers, by provider and event; and each
+    report lost, with why. A report is lost unless its answer kept it and its call then
+    reads back holding it."""
+    table, lost, stored = {}, [], {}
+    for r in reports:
+        row = table.setdefault(f"{r.provider} {r.event}", {"sent": 0, "lost": 0, "statuses": {}})
+        row["sent"] += 1
+        answer = answer_of(r.attempt)
+        row["statuses"][answer] = row["statuses"].get(answer, 0) + 1
+        if not kept(r.attempt):
+            row["lost"] += 1
+            lost.append((r, f"answered {answer or 'nothing'}"))
+            continue
+        if r.call_id not in stored:
+            stored[r.call_id] = read_call(stack, r.call_id)
+        if not holds(r, stored[r.call_id]):
+            row["lost"] += 1
+            lost.append((r, f"answered {answer}, then not read back holding it"))
+    return table, lost
 
 
 def read_back(stack, call_id, workspace=None, attempts=5):
@@ -300,7 +468,7 @@ def check(stack, log):
 
 
 BROKEN = ["lost", "doubled", "500 answers", "503 without Retry-After", "never new", "unreadable",
-          "pending after 60 s", "history violations"]
+          "webhook reports lost", "pending after 60 s", "history violations"]
 # How long accepted (202) calls may take to be committed once storage is back.
 COMMIT_WITHIN = 60
 
@@ -328,9 +496,14 @@ def wait_for_commits(stack, within=COMMIT_WITHIN):
 
 
 # history last: its schedule holds the longest faults and kills a commit-pending instance.
-PHASES = ["random", "outage", "s3", "burst", "history"]
+PHASES = ["random", "outage", "s3", "burst", "webhooks", "history"]
 OUTAGE_SECONDS = 30
 S3_SECONDS = 20
+
+
+def answers(statuses):
+    """A table's answers column: each answer and how many got it (None: no answer)."""
+    return ", ".join(f"{s or 'timeout'}: {n}" for s, n in sorted(statuses.items(), key=str))
 
 
 def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_shot=0,
@@ -339,29 +512,24 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     for at most `seconds` or `operations` requests), then checks; answers the report and
     the faults injected by kind."""
     rng = random.Random(seed)
-    # The history phase makes its own calls.
-    workload = Workload(stack, rng) if set(phases) - {"history"} else None
+    # The history and webhooks phases make their own calls.
+    workload = Workload(stack, rng) if set(phases) - {"history", "webhooks"} else None
     stack.faults.seed(seed)
     stack.faults.reset_stats()
     # The faults are DynamoDB's; the clients' own rate limit is tested elsewhere.
     stack.ctl("workspace", "limit", "--id", stack.dev["workspace_id"], "--per-second", 1000)
     log = Log()
+    reports = []
     bucket = stack.env["FRAMES_BUCKET"]
     started = time.time()
     settled, left_pending, history_violations = {}, 0, 0
     try:
         for phase in phases:
             if phase == "random":
-                for fault, op, rate in FAULTS:
-                    stack.faults.add({"op": op, "fault": fault, "rate": rate, "table": stack.calls_table,
-                                      "seconds": 3.5})
-                for fault, op, rate in S3_FAULTS:
-                    stack.faults.add({"service": "s3", "op": op, "fault": fault, "rate": rate, "table": bucket,
-                                      "seconds": 3.5})
+                random_faults(stack, [stack.calls_table])
                 drive(stack, workload, seconds, seed, workers, log, phase, one_shot)
             elif phase == "outage":
-                for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
-                    stack.faults.add({"op": "*", "fault": "internal", "rate": 1.0, "table": table})
+                outage(stack)
                 drive(stack, workload, OUTAGE_SECONDS, seed, workers, log, phase, one_shot)
             elif phase == "s3":
                 stack.faults.add({"service": "s3", "op": "PutObject", "fault": "slowdown", "rate": 0.34,
@@ -369,6 +537,8 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
                 drive(stack, workload, S3_SECONDS, seed, workers, log, phase, one_shot)
             elif phase == "burst":
                 burst(stack, workload, log, seed=seed)
+            elif phase == "webhooks":
+                reports += webhooks(stack, seed, workers)
             elif phase == "history":
                 violations, _ = history_run.run(stack, seed, operations, seconds, out=out)
                 history_violations += len(violations)
@@ -393,6 +563,8 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     report["202 committed within"] = ", ".join(
         f"{phase} {'more than 60' if s is None else round(s)} s" for phase, s in settled.items())
     one_shot_lost = lost_by_client(stack, log)
+    webhook_rows, webhook_losses = lost_reports(stack, reports)
+    report["webhook reports lost"] = len(webhook_losses)
     print(f"\nchaos: phases {', '.join(phases)} ({seconds} s of random faults; {elapsed:.0f} s in all), seed "
           f"{seed}, {workers} retrying and {one_shot} one-shot clients, {stack.instances} instances per function",
           file=out)
@@ -407,8 +579,13 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     if one_shot_lost:
         print("\n| one-shot clients, phase | calls sent | lost | answers |\n|---|---|---|---|", file=out)
         for (kind, phase), row in sorted(one_shot_lost.items(), key=lambda kv: PHASES.index(kv[0][1])):
-            answers = ", ".join(f"{s or 'timeout'}: {n}" for s, n in sorted(row["statuses"].items(), key=str))
-            print(f"| {phase} | {row['sent']} | {row['lost']} | {answers} |", file=out)
+            print(f"| {phase} | {row['sent']} | {row['lost']} | {answers(row['statuses'])} |", file=out)
+    if webhook_rows:
+        print("\n| webhook reports, provider | sent | lost | answers |\n|---|---|---|---|", file=out)
+        for label, row in sorted(webhook_rows.items()):
+            print(f"| {label} | {row['sent']} | {row['lost']} | {answers(row['statuses'])} |", file=out)
+        for r, why in webhook_losses[:10]:
+            print(f"lost: {r.provider} {r.event} of {r.call_id} ({r.stage}): {why}", file=out)
     broken = [k for k in BROKEN if report[k]]
     print(f"\n{'BROKEN: ' + ', '.join(broken) if broken else 'every promise held'}", file=out)
     return report, injected

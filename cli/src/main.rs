@@ -4,7 +4,8 @@
 //! It reads the same environment as the functions (`CALLS_TABLE`, `DIRECTORY_TABLE`,
 //! `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION`, ...). Output is text for people, or exactly one
 //! JSON document with `--json`. A failure prints one line, `callctl: <reason>`, on stderr
-//! and exits 1 (2 for a command line clap cannot make sense of).
+//! and exits 1 (2 for a command line clap cannot make sense of, or input refused before
+//! anything was done: `output::Refusal`).
 
 mod commands;
 mod output;
@@ -69,7 +70,10 @@ async fn main() -> ExitCode {
             let reason = format!("{e:#}").split_whitespace().collect::<Vec<_>>().join(" ");
             // Nothing more can be done if stderr is gone too.
             let _ = writeln!(std::io::stderr(), "callctl: {reason}");
-            ExitCode::FAILURE
+            match e.is::<output::Refusal>() {
+                true => ExitCode::from(2),
+                false => ExitCode::FAILURE,
+            }
         }
     }
 }

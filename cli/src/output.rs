@@ -158,3 +158,16 @@ mod tests {
         assert_eq!(t, "ID   NAME\n1    Acme\n123  B\n");
     }
 }
+
+/// A command refused before it did anything, for a reason in what it was given (a key file
+/// others may read): exit 2, as for a command line clap refuses.
+#[derive(Debug)]
+pub struct Refusal(pub String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}

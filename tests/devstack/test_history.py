@@ -225,6 +225,12 @@ def test_a_frame_no_item_names_and_a_failed_submission_are_orphans():
     assert all(v.call == "c1" for v in found), "found by the markers they hold"
 
 
+def test_a_held_report_and_an_object_under_an_unknown_prefix_are_orphans():
+    final = state(rev(1, "m1", "t1"), bucket=[obj("held/1/h/1-t2", {"m1"}), obj("traces/1/x", set())])
+    found = rules([created("m1", 0, 1)], final)
+    assert found == ["orphan", "orphan"]
+
+
 # i. unreadable ------------------------------------------------------------------------------
 def test_a_call_stored_again_after_an_erase_reads_back():
     ops = [created("m1", 0, 1), erased(2, 3), created("m1", 4, 5)]

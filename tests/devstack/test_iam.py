@@ -92,6 +92,14 @@ def test_commit_pending_writes_call_items_and_takes_ids_only(policies):
     assert verdict(policies, lambda: db.put_item(TableName="directory-x", Item=item("CALL#1"))).resource == DIRECTORY
 
 
+def test_commit_pending_reads_a_held_reports_hook_and_agent_and_no_credential(policies):
+    db = client("dynamodb", "fn.commit-pending.0")
+    for pk, sk in [("HOOK#hk_1", "HOOK"), ("AGENT#a1", "AGENT"), ("WS#1#REMOTE#desk", "AGENT"), ("WS#1", "WS")]:
+        assert verdict(policies, lambda: db.get_item(TableName="directory-x", Key=item(pk, sk))) is None, pk
+    denial = verdict(policies, lambda: db.get_item(TableName="directory-x", Key=item("CRED#x", "CRED")))
+    assert (denial.action, denial.resource) == ("dynamodb:GetItem", DIRECTORY)
+
+
 def test_leading_keys_hold_a_function_to_its_items(policies):
     db = client("dynamodb", "fn.create-call.3")
     rate = {"UpdateExpression": "ADD n :one", "ExpressionAttributeValues": {":one": {"N": "1"}}}
@@ -175,10 +183,11 @@ def test_copy_object_needs_both_rights(policies):
                                                         CopySource={"Bucket": "frames-x", "Key": source}))
 
     assert copy("pending/a", "failed/a") is None
+    assert copy("held/a", "pending/a") is None, "a held report released"
     denial = copy("frames/a", "failed/a")  # may write failed/, may not read frames/
     assert (denial.action, denial.resource) == ("s3:GetObject", "arn:aws:s3:::frames-x/frames/a")
-    denial = copy("pending/a", "pending/b")  # may read pending/, may not write it
-    assert (denial.action, denial.resource) == ("s3:PutObject", "arn:aws:s3:::frames-x/pending/b")
+    denial = copy("pending/a", "held/b")  # may read pending/, may not write held/
+    assert (denial.action, denial.resource) == ("s3:PutObject", "arn:aws:s3:::frames-x/held/b")
 
 
 def test_listing_with_a_prefix_condition(policies):

@@ -9,7 +9,9 @@
 //! - **the schedule** (EventBridge, every minute): a sweep commits every pending
 //!   submission left, oldest first, each workspace at the rate of its send budget, going
 //!   round while any is left, and starts no commit after 30 s of its 60 s timeout. It also catches what the queue lost or dead-lettered:
-//!   the object stays in S3 until it is committed.
+//!   the object stays in S3 until it is committed. First it releases the webhook reports
+//!   held for want of an agent whose agent now exists (`calls::held`): they become pending
+//!   and are committed in the same run.
 
 mod queue;
 
@@ -59,7 +61,16 @@ async fn commit_batch(backend: &Backend, batch: Vec<queue::Message>, deadline: I
     json!({ "batchItemFailures": failed.into_iter().flatten().collect::<Vec<_>>() })
 }
 
+/// How long the release of held reports may take of the sweep's budget.
+const RELEASE_BUDGET: Duration = Duration::from_secs(10);
+
 async fn sweep(backend: &Backend, started: Instant) -> Result<Value, Error> {
+    // A release that fails leaves its reports held for the next run; the sweep goes on.
+    match backend.release_held(started + RELEASE_BUDGET).await {
+        Ok(r) if r == Default::default() => {}
+        Ok(r) => tracing::info!(released = r.released, held = r.held, expired = r.expired, left = r.left, "release"),
+        Err(e) => tracing::warn!(error = %e, "held reports not released; next run"),
+    }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
     let sweep = backend.sweep_pending(now, started + SWEEP_BUDGET).await?;
     if sweep != Default::default() {

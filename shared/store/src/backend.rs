@@ -119,6 +119,25 @@ impl Backend {
         self.store().sweep_pending(before_ms, deadline, &budget).await
     }
 
+    /// Moves the held reports whose agent now exists to `pending/` (`calls::held`): the hook
+    /// read afresh (a default given a moment ago counts), then the agent the report named,
+    /// else the hook's default. A hook revoked since still has its reports committed: each
+    /// was signed when it came.
+    pub async fn release_held(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Result<crate::calls::held::Release, crate::calls::StoreError> {
+        let directory = self.directory();
+        self.store()
+            .release_held(deadline, |held| async move {
+                let hook = directory.hook(&held.hook_id).await?;
+                let Some(hook) = hook.filter(|h| h.workspace_id == held.workspace_id) else { return Ok(None) };
+                let agent = directory.report_agent(&hook, held.named.as_deref(), Duration::from_secs(5)).await?;
+                Ok(agent.map(|a| a.id))
+            })
+            .await
+    }
+
     /// Commits the pending submission at `key` that S3 announced through the queue (and
     /// the older ones of its call), unless its workspace is over its send budget.
     pub async fn commit_notified(

@@ -1,8 +1,11 @@
 //! Each provider's own signature scheme, checked on the raw body as received, in constant
 //! time (`hmac`'s `verify_slice`; the shared-secret header through an HMAC of each side).
 //!
-//! - **Vapi**: the `X-Vapi-Secret` header equal to the hook's secret (no timestamp: the
-//!   call id's idempotency is the only replay guard), or the HMAC credential we prescribe:
+//! - **Vapi**: the hook's secret in the header its credential names ([`SecretHeader`]):
+//!   Vapi's Bearer Token credential by default (`Authorization: Bearer <secret>`; the
+//!   header name and the prefix are settings of the credential), or the legacy
+//!   `X-Vapi-Secret` (no timestamp either way: the call id's idempotency is the only replay
+//!   guard); or the HMAC credential we prescribe:
 //!   `x-signature` = hex(HMAC-SHA256(secret, "{x-timestamp}.{body}")), `x-timestamp` within
 //!   5 minutes (epoch milliseconds; a value under 10^11 is read as seconds).
 //! - **Retell** (`Retell.verify`, RetellAI/retell-python-sdk): `x-retell-signature:
@@ -26,6 +29,38 @@ const ELEVENLABS_WINDOW_MS: i64 = 30 * 60 * 1000;
 const SHARED_SECRET_KEY: &[u8] = b"call-ingest: compare X-Vapi-Secret";
 /// How far ahead of our clock any timestamp may be.
 const AHEAD_MS: i64 = 5 * 60 * 1000;
+
+/// Where a Vapi hook's secret is sent: a header, and the prefix before the secret in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretHeader<'a> {
+    /// The header's name, in lower case.
+    pub name: &'a str,
+    /// What precedes the secret (`Bearer`, then one space), if anything.
+    pub prefix: Option<&'a str>,
+}
+
+impl SecretHeader<'static> {
+    /// Vapi's Bearer Token credential, as its dashboard makes it.
+    pub const BEARER: SecretHeader<'static> = SecretHeader { name: "authorization", prefix: Some("Bearer") };
+    /// The legacy inline secret (a hook made before credentials had settings).
+    pub const LEGACY: SecretHeader<'static> = SecretHeader { name: "x-vapi-secret", prefix: None };
+}
+
+impl SecretHeader<'_> {
+    /// The secret in `value`: after the prefix (matched in any case, as HTTP's auth schemes
+    /// are) and white space, or all of it without a prefix. `None` when the prefix is not there.
+    fn secret<'v>(&self, value: &'v str) -> Option<&'v str> {
+        let value = value.trim();
+        match self.prefix {
+            None => Some(value),
+            Some(prefix) => {
+                let head = value.get(..prefix.len())?;
+                let rest = value.get(prefix.len()..)?;
+                (head.eq_ignore_ascii_case(prefix) && rest.starts_with([' ', '\t'])).then(|| rest.trim_start())
+            }
+        }
+    }
+}
 
 /// Why a request's signature was refused: said in the 401's detail. Never names a secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,23 +92,32 @@ impl std::fmt::Display for Refused {
 }
 
 /// Checks `body`'s signature for `provider`. `header` answers a request header by its
-/// lower-case name; `secrets` are the hook's (two during a rotation); `now_ms` our clock.
+/// lower-case name; `secrets` are the hook's (two during a rotation); `now_ms` our clock;
+/// `shared` where a Vapi hook's secret is sent (no other header is read for it).
 pub fn verify<'h>(
     provider: Provider,
     header: impl Fn(&str) -> Option<&'h str>,
     body: &[u8],
     secrets: &[&[u8]],
     now_ms: i64,
+    shared: SecretHeader<'_>,
 ) -> Result<(), Refused> {
     match provider {
-        Provider::Vapi => vapi(header, body, secrets, now_ms),
+        Provider::Vapi => vapi(header, body, secrets, now_ms, shared),
         Provider::Retell => retell(header, body, secrets, now_ms),
         Provider::ElevenLabs => elevenlabs(header, body, secrets, now_ms),
     }
 }
 
-fn vapi<'h>(header: impl Fn(&str) -> Option<&'h str>, body: &[u8], secrets: &[&[u8]], now: i64) -> Result<(), Refused> {
-    if let Some(given) = header("x-vapi-secret") {
+fn vapi<'h>(
+    header: impl Fn(&str) -> Option<&'h str>,
+    body: &[u8],
+    secrets: &[&[u8]],
+    now: i64,
+    shared: SecretHeader<'_>,
+) -> Result<(), Refused> {
+    if let Some(value) = header(shared.name) {
+        let given = shared.secret(value).ok_or(Refused::Malformed("the credential's header lacks its prefix"))?;
         // Equal in constant time: the MACs of both under one key are compared.
         let given = mac(SHARED_SECRET_KEY).chain_update(given.as_bytes()).finalize().into_bytes();
         return match secrets.iter().any(|s| mac(SHARED_SECRET_KEY).chain_update(s).verify_slice(&given).is_ok()) {
@@ -81,7 +125,11 @@ fn vapi<'h>(header: impl Fn(&str) -> Option<&'h str>, body: &[u8], secrets: &[&[
             false => Err(Refused::Mismatch),
         };
     }
-    let signature = header("x-signature").ok_or(Refused::Missing("X-Vapi-Secret, or x-signature with x-timestamp"))?;
+    let missing = match shared == SecretHeader::BEARER {
+        true => "Authorization: Bearer <secret>, or x-signature with x-timestamp",
+        false => "the credential's header, or x-signature with x-timestamp",
+    };
+    let signature = header("x-signature").ok_or(Refused::Missing(missing))?;
     let stamp = header("x-timestamp").ok_or(Refused::Malformed("x-signature without x-timestamp"))?;
     let value: i64 = stamp.trim().parse().map_err(|_| Refused::Malformed("x-timestamp is not an integer"))?;
     let ms = if value.unsigned_abs() < 100_000_000_000 { value.saturating_mul(1000) } else { value };
@@ -191,21 +239,64 @@ mod tests {
         let body = br#"{"a":1}"#;
         let key: &[u8] = b"secret";
         let retell = [("x-retell-signature", format!("v={NOW},d={}", sign(key, &[body, NOW.to_string().as_bytes()])))];
-        assert_eq!(verify(Provider::Retell, headers(&retell), body, &[key], NOW), Ok(()));
-        assert_eq!(verify(Provider::Retell, headers(&retell), br#"{"a":2}"#, &[key], NOW), Err(Refused::Mismatch));
+        assert_eq!(verify(Provider::Retell, headers(&retell), body, &[key], NOW, SecretHeader::LEGACY), Ok(()));
+        assert_eq!(
+            verify(Provider::Retell, headers(&retell), br#"{"a":2}"#, &[key], NOW, SecretHeader::LEGACY),
+            Err(Refused::Mismatch)
+        );
         let t = NOW / 1000;
         let eleven =
             [("elevenlabs-signature", format!("t={t},v0={}", sign(key, &[t.to_string().as_bytes(), b".", body])))];
-        assert_eq!(verify(Provider::ElevenLabs, headers(&eleven), body, &[key], NOW), Ok(()));
-        assert_eq!(verify(Provider::ElevenLabs, headers(&eleven), body, &[b"other"], NOW), Err(Refused::Mismatch));
+        assert_eq!(verify(Provider::ElevenLabs, headers(&eleven), body, &[key], NOW, SecretHeader::LEGACY), Ok(()));
+        assert_eq!(
+            verify(Provider::ElevenLabs, headers(&eleven), body, &[b"other"], NOW, SecretHeader::LEGACY),
+            Err(Refused::Mismatch)
+        );
         let vapi =
             [("x-signature", sign(key, &[NOW.to_string().as_bytes(), b".", body])), ("x-timestamp", NOW.to_string())];
-        assert_eq!(verify(Provider::Vapi, headers(&vapi), body, &[b"old", key], NOW), Ok(()), "either secret");
+        assert_eq!(
+            verify(Provider::Vapi, headers(&vapi), body, &[b"old", key], NOW, SecretHeader::LEGACY),
+            Ok(()),
+            "either secret"
+        );
         let shared = [("x-vapi-secret", "secret".to_owned())];
-        assert_eq!(verify(Provider::Vapi, headers(&shared), body, &[key], NOW), Ok(()));
+        assert_eq!(verify(Provider::Vapi, headers(&shared), body, &[key], NOW, SecretHeader::LEGACY), Ok(()));
         let wrong = [("x-vapi-secret", "secreT".to_owned())];
-        assert_eq!(verify(Provider::Vapi, headers(&wrong), body, &[key], NOW), Err(Refused::Mismatch));
-        assert!(matches!(verify(Provider::Vapi, headers(&[]), body, &[key], NOW), Err(Refused::Missing(_))));
+        assert_eq!(
+            verify(Provider::Vapi, headers(&wrong), body, &[key], NOW, SecretHeader::LEGACY),
+            Err(Refused::Mismatch)
+        );
+        assert!(matches!(
+            verify(Provider::Vapi, headers(&[]), body, &[key], NOW, SecretHeader::LEGACY),
+            Err(Refused::Missing(_))
+        ));
+    }
+
+    #[test]
+    fn vapis_bearer_credential_is_read_from_its_own_header_only() {
+        let body = b"{}";
+        let key: &[u8] = b"s3cret";
+        let bearer = |value: &str| {
+            let h = [("authorization", value.to_owned())];
+            verify(Provider::Vapi, headers(&h), body, &[key], NOW, SecretHeader::BEARER)
+        };
+        assert_eq!(bearer("Bearer s3cret"), Ok(()));
+        assert_eq!(bearer("bearer  s3cret "), Ok(()), "the scheme in any case, white space around");
+        assert_eq!(bearer("Bearer s3creT"), Err(Refused::Mismatch));
+        assert!(matches!(bearer("s3cret"), Err(Refused::Malformed(_))), "no prefix where one is set");
+        assert!(matches!(bearer("Bearers3cret"), Err(Refused::Malformed(_))));
+        // The legacy header is not read for a hook whose credential is the Bearer one.
+        let legacy = [("x-vapi-secret", "s3cret".to_owned())];
+        assert!(matches!(
+            verify(Provider::Vapi, headers(&legacy), body, &[key], NOW, SecretHeader::BEARER),
+            Err(Refused::Missing(_))
+        ));
+        // A custom header with no prefix: the whole value is the secret.
+        let custom = SecretHeader { name: "x-call-ingest-key", prefix: None };
+        let h = [("x-call-ingest-key", "s3cret".to_owned())];
+        assert_eq!(verify(Provider::Vapi, headers(&h), body, &[key], NOW, custom), Ok(()));
+        let h = [("authorization", "Bearer s3cret".to_owned())];
+        assert!(matches!(verify(Provider::Vapi, headers(&h), body, &[key], NOW, custom), Err(Refused::Missing(_))));
     }
 
     #[test]
@@ -214,7 +305,7 @@ mod tests {
         let key: &[u8] = b"k";
         let retell = |ms: i64| {
             let h = [("x-retell-signature", format!("v={ms},d={}", sign(key, &[body, ms.to_string().as_bytes()])))];
-            verify(Provider::Retell, headers(&h), body, &[key], NOW)
+            verify(Provider::Retell, headers(&h), body, &[key], NOW, SecretHeader::LEGACY)
         };
         assert_eq!(retell(NOW - 300_000), Ok(()));
         assert!(matches!(retell(NOW - 300_001), Err(Refused::Stale { .. })));
@@ -223,14 +314,14 @@ mod tests {
         let eleven = |s: i64| {
             let h =
                 [("elevenlabs-signature", format!("t={s},v0={}", sign(key, &[s.to_string().as_bytes(), b".", body])))];
-            verify(Provider::ElevenLabs, headers(&h), body, &[key], NOW)
+            verify(Provider::ElevenLabs, headers(&h), body, &[key], NOW, SecretHeader::LEGACY)
         };
         assert_eq!(eleven(NOW / 1000 - 1800), Ok(()));
         assert!(matches!(eleven(NOW / 1000 - 1801), Err(Refused::Stale { .. })));
         assert!(matches!(eleven(NOW / 1000 + 301), Err(Refused::Stale { .. })));
         let vapi = |stamp: String| {
             let h = [("x-signature", sign(key, &[stamp.as_bytes(), b".", body])), ("x-timestamp", stamp)];
-            verify(Provider::Vapi, headers(&h), body, &[key], NOW)
+            verify(Provider::Vapi, headers(&h), body, &[key], NOW, SecretHeader::LEGACY)
         };
         assert_eq!(vapi((NOW / 1000 - 299).to_string()), Ok(()), "seconds");
         assert!(matches!(vapi((NOW - 300_001).to_string()), Err(Refused::Stale { .. })));
@@ -250,7 +341,10 @@ mod tests {
         ] {
             let h = [("x-retell-signature", value.to_owned())];
             assert!(
-                matches!(verify(Provider::Retell, headers(&h), b"", &[b"k"], NOW), Err(Refused::Malformed(_))),
+                matches!(
+                    verify(Provider::Retell, headers(&h), b"", &[b"k"], NOW, SecretHeader::LEGACY),
+                    Err(Refused::Malformed(_))
+                ),
                 "{value}"
             );
         }

@@ -3,6 +3,7 @@
 //! hold against tampering.
 
 use call_ingest_core::call::Operation;
+use call_ingest_core::providers::signature::SecretHeader;
 use call_ingest_core::providers::{self, signature, Event, Provider};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -216,13 +217,13 @@ proptest! {
         let retell = format!("v={at},d={}", signature::sign(&secret, &[&body, at.to_string().as_bytes()]));
         let header = |n: &str| (n == "x-retell-signature").then_some(retell.as_str());
         let fresh = skew.abs() <= 300_000;
-        let verdict = signature::verify(Provider::Retell, header, &body, &[&secret], now);
+        let verdict = signature::verify(Provider::Retell, header, &body, &[&secret], now, SecretHeader::BEARER);
         prop_assert_eq!(verdict.is_ok(), fresh);
         if fresh && !body.is_empty() {
             let mut tampered = body.clone();
             let i = flip.index(tampered.len());
             tampered[i] ^= 1;
-            let verdict = signature::verify(Provider::Retell, header, &tampered, &[&secret], now);
+            let verdict = signature::verify(Provider::Retell, header, &tampered, &[&secret], now, SecretHeader::BEARER);
             prop_assert_eq!(verdict, Err(signature::Refused::Mismatch));
         }
     }
@@ -230,10 +231,13 @@ proptest! {
     #[test]
     fn no_header_value_panics_or_passes_without_the_secret(value in ".{0,120}", provider in 0usize..3) {
         let provider = Provider::ALL[provider];
-        for name in ["x-vapi-secret", "x-signature", "x-retell-signature", "elevenlabs-signature"] {
-            let v = value.clone();
-            let verdict = signature::verify(provider, |n| (n == name || n == "x-timestamp").then_some(v.as_str()), b"{}", &[b"the secret"], 1_764_000_000_000);
-            prop_assert!(verdict.is_err());
+        for name in ["x-vapi-secret", "authorization", "x-signature", "x-retell-signature", "elevenlabs-signature"] {
+            for shared in [SecretHeader::BEARER, SecretHeader::LEGACY] {
+                let v = value.clone();
+                let header = |n: &str| (n == name || n == "x-timestamp").then_some(v.as_str());
+                let verdict = signature::verify(provider, header, b"{}", &[b"the secret"], 1_764_000_000_000, shared);
+                prop_assert!(verdict.is_err());
+            }
         }
     }
 }

@@ -24,7 +24,7 @@ use call_ingest_store::directory::AgentRef;
 /// instance whose last commit failed or was slow. With the pending write's own bound, the
 /// answer comes well inside the 10 s a one-shot client waits.
 /// How long S3 gets to take a pending submission before the answer is 503.
-const PENDING_BUDGET: Duration = Duration::from_millis(2500);
+pub(crate) const PENDING_BUDGET: Duration = Duration::from_millis(2500);
 
 /// A stored or accepted call, to answer with.
 pub(crate) struct Reply {
@@ -36,7 +36,8 @@ pub(crate) struct Reply {
 impl Reply {
     pub(crate) fn respond(self, operation: Operation, request_id: &str) -> Response<Body> {
         let status = match self.stored {
-            // Providers want 200 (ElevenLabs retries anything else).
+            // Providers want 200: Vapi and ElevenLabs retry nothing by default, and ElevenLabs
+            // disables a hook after enough failures; Retell retries a few times.
             _ if matches!(operation, Operation::ProviderWebhook(_)) => 200,
             None => 202,
             Some(stored) if stored.is_new() => 201,
@@ -78,13 +79,13 @@ impl Reply {
 }
 
 /// A webhook's answer: what became of the call (`accepted`: durable, committed within a
-/// minute).
+/// minute; `held`: durable, committed once its agent exists).
 #[derive(serde::Serialize)]
-struct WebhookResponse<'a> {
-    status: &'static str,
-    provider_call_id: &'a str,
+pub(crate) struct WebhookResponse<'a> {
+    pub status: &'static str,
+    pub provider_call_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<u64>,
+    pub id: Option<u64>,
 }
 
 /// Operations A and B, after the method check.
@@ -149,7 +150,7 @@ pub(crate) async fn process(
         }
     };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    store_call(backend, owner, operation, pace, received, &doc, &body, log).await
+    store_call(backend, owner, operation, (pace, None), received, &doc, &body, log).await
 }
 
 /// Stores the call; its reply, or the problem storing it. When DynamoDB cannot commit it
@@ -157,13 +158,14 @@ pub(crate) async fn process(
 /// budget ([`Pace::Later`]), the call is made durable in S3 as pending and accepted (202),
 /// to be committed later; only when S3 cannot take it either is the answer 503. A write
 /// still in flight when the budget ends may be applied meanwhile: committing the pending
-/// copy then finds it, and changes nothing.
+/// copy then finds it, and changes nothing. `(pace, within)`: `within` caps the wait for
+/// DynamoDB (a webhook answers its provider within 2 s).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn store_call(
     backend: &Backend,
     owner: Owner<'_>,
     operation: Operation,
-    pace: Pace,
+    (pace, within): (Pace, Option<Duration>),
     received: u64,
     doc: &CallDocument,
     raw: &[u8],
@@ -177,7 +179,7 @@ pub(crate) async fn store_call(
         Pace::Later => StoreError::Unavailable("the workspace is over its send budget".into()),
         Pace::Now => {
             let started = std::time::Instant::now();
-            let budget = backend.patience.budget();
+            let budget = within.map_or(backend.patience.budget(), |w| w.min(backend.patience.budget()));
             let committed = backend.store().put_call_within(owner, doc, raw, &receipt, budget).await;
             backend.patience.record(started.elapsed(), committed.is_ok());
             match committed {

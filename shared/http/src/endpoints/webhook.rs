@@ -2,31 +2,53 @@
 //! workspace and the secret; the provider's signature is checked on the body as received
 //! (401 when it is missing, stale or wrong, for an unknown or revoked hook too, and nothing
 //! is read further); the event is mapped (`call_ingest_core::providers`) and stored
-//! through the same path as operation B, durable-first included. Answers are always 200 for
-//! what was taken: ElevenLabs retries anything else, and a provider's retry of a call
-//! stored is a replay, answered the same.
+//! through the same path as operation B, durable-first included.
+//!
+//! A provider is a one-shot client: Vapi and ElevenLabs retry nothing by default (and
+//! ElevenLabs disables a hook after enough failures), Retell a few times within seconds. So
+//! once a signature checks out, the report is kept whatever DynamoDB does, and answered 200
+//! within [`ANSWER_WITHIN`] plus S3's write:
+//! - the hook and the agent come from the directory's cache, else a read bounded in time,
+//!   else what this instance read in the last 15 minutes (`OUTAGE_GRACE`): only an
+//!   instance that never read the hook answers 503 (with Retry-After) when the directory
+//!   is down;
+//! - a report whose agent is unknown (none named of the workspace, no default on the hook)
+//!   or unreadable now is held in S3 (`held/`, answered `held` or `accepted`) and committed
+//!   once its agent exists (`calls::held`);
+//! - a call DynamoDB cannot commit in time is pending (`accepted`), as operation B's 202.
+//!
+//! A provider's retry of a call stored is a replay, answered the same.
+
+use std::time::{Duration, Instant};
 
 use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
 
-use crate::endpoints::ingest::{body_checks, store_call, Reply};
+use crate::endpoints::ingest::{body_checks, store_call, Reply, WebhookResponse, PENDING_BUDGET};
 use crate::gate::Pace;
 use crate::logging::RequestLog;
 use crate::problems::{self, directory_problem, storage_problem};
 use crate::{respond, Backend};
-use call_ingest_core::api::{Code, Problem, Violation};
-use call_ingest_core::call::Operation;
+use call_ingest_core::api::Problem;
+use call_ingest_core::call::{CallDocument, Operation};
 use call_ingest_core::providers::{self, signature, Event, Provider};
-use call_ingest_store::calls::{now_ms, Owner};
+use call_ingest_store::calls::held::Hold;
+use call_ingest_store::calls::{now_ms, Owner, Receipt, StoreError};
 use call_ingest_store::directory::hooks::Hook;
 use call_ingest_store::directory::limits::{Admission, Budget};
-use call_ingest_store::directory::{AgentRef, Lookup};
+use call_ingest_store::directory::Lookup;
 
 /// Most bytes a provider's payload may expand to: it is read whole into a JSON tree before
 /// mapping (up to about 16 times its size for the densest JSON), which must stay well
 /// inside the function's memory. Providers send far less (Vapi's reports are 20–90 KB, a
 /// long Retell call with word timings a few MB).
 const MAX_PAYLOAD_BYTES: usize = 8 << 20;
+
+/// How long a report waits on DynamoDB in all (directory reads, the rate counter, the
+/// commit) before it is kept in S3: the answer then comes within 2 s.
+const ANSWER_WITHIN: Duration = Duration::from_millis(1500);
+/// The most one directory read may take of it.
+const READ_WITHIN: Duration = Duration::from_millis(400);
 
 /// The answer to an event that is not a call.
 #[derive(Serialize)]
@@ -44,13 +66,15 @@ pub(crate) async fn answer(
     log: &mut RequestLog,
 ) -> Result<lambda_http::http::Response<Body>, Problem> {
     let received = now_ms();
+    let deadline = Instant::now() + ANSWER_WITHIN;
+    let within = |cap: Duration| deadline.saturating_duration_since(Instant::now()).min(cap);
     let params = request.path_parameters();
     let provider = params.first("provider").and_then(Provider::parse);
     let hook_id = params.first("hook_id").filter(|id| Hook::well_formed(id));
     let no_hook = || problems::unauthorized("no webhook hook of this provider at this URL, or it was revoked");
     let (Some(provider), Some(hook_id)) = (provider, hook_id) else { return Err(no_hook()) };
     let checked = body_checks(backend, request);
-    let hook = backend.directory().hook(hook_id).await.map_err(directory_problem)?;
+    let hook = backend.directory().hook_for_webhook(hook_id, within(READ_WITHIN)).await.map_err(directory_problem)?;
     let hook = hook.filter(|h| h.provider == provider && h.revoked_at.is_none()).ok_or_else(no_hook)?;
     let sealer = backend.sealer().ok_or_else(|| {
         storage_problem(call_ingest_store::calls::StoreError::Internal("no KMS client".into()), "hooks")
@@ -58,15 +82,15 @@ pub(crate) async fn answer(
     let secrets = backend.directory().hook_secrets(sealer, &hook, received).await.map_err(directory_problem)?;
     let secrets: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
-    signature::verify(provider, header, request.body().as_ref(), &secrets, received as i64)
+    signature::verify(provider, header, request.body().as_ref(), &secrets, received as i64, hook.secret_header())
         .map_err(|refused| problems::unauthorized(&refused.to_string()))?;
     let workspace_id = hook.workspace_id;
     log.workspace = Some(workspace_id);
-    let admission = backend
-        .directory()
-        .count_request(&Lookup::default(), workspace_id, Budget::Sends, backend.config.rate_limit)
-        .await;
-    let pace = match admission {
+    let nothing_read = Lookup::default();
+    let count =
+        backend.directory().count_request(&nothing_read, workspace_id, Budget::Sends, backend.config.rate_limit);
+    // A counter that does not answer in time paces the report, as one that fails does.
+    let pace = match tokio::time::timeout(within(READ_WITHIN), count).await.unwrap_or(Admission::Over) {
         Admission::Admitted => Pace::Now,
         Admission::Over => Pace::Later,
         Admission::Limited { retry_after_secs } => return Err(problems::too_many_requests(retry_after_secs)),
@@ -85,42 +109,53 @@ pub(crate) async fn answer(
             ));
         }
     };
-    let named = match &mapped.agent {
-        Some(remote_id) => backend
-            .directory()
-            .agent(AgentRef::Remote { workspace_id, remote_id }, workspace_id)
-            .await
-            .map_err(directory_problem)?,
-        None => None,
-    };
-    let agent = match (named, &hook.default_agent_id) {
-        (Some(agent), _) => agent,
-        (None, Some(default)) => backend
-            .directory()
-            .agent(AgentRef::Id(default), workspace_id)
-            .await
-            .map_err(directory_problem)?
-            .ok_or_else(|| no_agent(&mapped.agent, workspace_id, true))?,
-        (None, None) => return Err(no_agent(&mapped.agent, workspace_id, false)),
-    };
     let doc = providers::accept(provider, &mapped)?;
     let operation = Operation::ProviderWebhook(provider);
+    let named = mapped.agent.as_deref();
+    let agent = match backend.directory().report_agent(&hook, named, within(READ_WITHIN)).await {
+        Ok(Some(agent)) => agent,
+        Ok(None) => return hold(backend, &hook, named, &doc, &body, received, "held", request_id, log).await,
+        Err(e @ StoreError::Internal(_)) => return Err(directory_problem(e)),
+        Err(e) => {
+            tracing::warn!(error = %e, "the report's agent could not be read in time; held");
+            return hold(backend, &hook, named, &doc, &body, received, "accepted", request_id, log).await;
+        }
+    };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    let reply: Reply = store_call(backend, owner, operation, pace, received, &doc, &body, log).await?;
+    let wait = (pace, Some(within(ANSWER_WITHIN)));
+    let reply: Reply = store_call(backend, owner, operation, wait, received, &doc, &body, log).await?;
     Ok(reply.respond(operation, request_id))
 }
 
-/// 422: no agent of the workspace takes the call.
-fn no_agent(named: &Option<String>, workspace_id: u64, default_gone: bool) -> Problem {
-    let message = match (named, default_gone) {
-        (_, true) => "the hook's default agent was deleted; create the hook again with --agent".to_owned(),
-        (Some(id), false) => format!(
-            "no agent of workspace {workspace_id} has remote identifier {id:?} (the provider's agent id), and the \
-             hook has no default agent: create one with that remote identifier, or give the hook --agent"
-        ),
-        (None, false) => {
-            "the payload names no agent and the hook has no default agent: give the hook --agent".to_owned()
-        }
+/// Keeps a report whose agent is not known now (`held/`, `calls::held`); answered 200 with
+/// `status`: `held` when no agent takes it yet, `accepted` when the directory could not
+/// say in time.
+#[allow(clippy::too_many_arguments)]
+async fn hold(
+    backend: &Backend,
+    hook: &Hook,
+    named: Option<&str>,
+    doc: &CallDocument,
+    raw: &[u8],
+    received: u64,
+    status: &'static str,
+    request_id: &str,
+    log: &mut RequestLog,
+) -> Result<lambda_http::http::Response<Body>, Problem> {
+    let failed = |e| storage_problem(e, "the report could not be kept");
+    let receipt = Receipt::new(received).map_err(failed)?;
+    let call_id = doc.call_id();
+    let hold = Hold {
+        workspace_id: hook.workspace_id,
+        hook_id: &hook.id,
+        named,
+        operation: Operation::ProviderWebhook(hook.provider),
+        call_id,
     };
-    Problem::invalid(vec![Violation::new("/agent", Code::Required, message)])
+    let put = tokio::time::timeout(PENDING_BUDGET, backend.store().put_held(hold, raw, &receipt)).await;
+    put.unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the report in time".into())))
+        .map_err(failed)?;
+    log.accepted = true;
+    let answer = WebhookResponse { status, provider_call_id: call_id, id: None };
+    Ok(respond::json(200, serde_json::to_vec(&answer).unwrap_or_default(), "application/json", request_id))
 }

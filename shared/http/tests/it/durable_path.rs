@@ -272,7 +272,7 @@ async fn a_calls_pending_copies_on_two_listing_pages_commit_in_order() {
 }
 
 /// A tombstone outlives every pending copy that could name its call: copies are moved to
-/// failed/ after 7 days, tombstones live 8.
+/// failed/ after 7 days pending, reports held 30 days first, and tombstones live 38.
 #[tokio::test]
 async fn tombstones_outlive_every_pending_copy_and_old_copies_go_to_failed() {
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
@@ -282,7 +282,7 @@ async fn tombstones_outlive_every_pending_copy_and_old_copies_go_to_failed() {
     let items = f.t.scan(&f.t.calls).await;
     let tombstone = items.iter().find(|i| i.get("erased_at").is_some()).expect("a tombstone");
     let expires: u64 = tombstone["expires_at"].as_n().unwrap().parse().unwrap();
-    assert!(expires >= now_ms() / 1000 + 8 * 24 * 3600 - 60, "a tombstone lives 8 days");
+    assert!(expires >= now_ms() / 1000 + 38 * 24 * 3600 - 60, "a tombstone lives 38 days");
     let agent = owner_agent(&f).await;
     let owner = Owner { workspace_id: 1, agent_id: &agent };
     let (_, raw) = testkit::small_call("aged-2", "x");

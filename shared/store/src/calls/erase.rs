@@ -27,11 +27,15 @@ use super::item::{
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
 
+/// Where an erase looks for copies of the call received before it: pending submissions,
+/// those set aside, and webhook reports held for want of an agent.
+const ERASED_COPIES: [&str; 3] = [super::pending::PREFIX, super::pending::FAILED_PREFIX, super::held::HELD_PREFIX];
+
 /// How long an erase's tombstone guards against late copies of the erased call's writes
-/// (DynamoDB's TTL removes it some time after): longer than any pending copy that could name
-/// the call lives ([`super::pending::EXPIRES_AFTER`], 7 days), so none committed late can
-/// bring it back.
-const TOMBSTONE_TTL: Duration = Duration::from_secs(8 * 24 * 3600);
+/// (DynamoDB's TTL removes it some time after): longer than any copy that could name the
+/// call lives, so none committed late can bring it back: a report held up to 30 days
+/// ([`super::held::HELD_FOR`]), then pending up to 7 ([`super::pending::EXPIRES_AFTER`]).
+const TOMBSTONE_TTL: Duration = Duration::from_secs(38 * 24 * 3600);
 /// Most erased ids a tombstone (and the calls stored over it) keeps.
 const MAX_ERASED_IDS: usize = 64;
 
@@ -94,7 +98,7 @@ impl Store {
             }
             // Its pending submissions (accepted, not committed yet) go too, and copies kept
             // under failed/: the erase wins.
-            self.delete_pending_of(workspace_id, call_id, began).await?;
+            self.delete_pending_of(workspace_id, call_id, began, &ERASED_COPIES).await?;
             let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
             super::bounded(frames.map(|key| self.frames.erase(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
@@ -110,7 +114,7 @@ impl Store {
             tried_head = true;
             if self.bury(&pk, head, id, began).await? {
                 // A pending copy set aside under failed/ after the listing above is gone too.
-                self.delete_pending_of(workspace_id, call_id, began).await?;
+                self.delete_pending_of(workspace_id, call_id, began, &ERASED_COPIES).await?;
                 return Ok(Erased { items: removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;

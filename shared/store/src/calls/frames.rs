@@ -172,6 +172,28 @@ impl Frames {
     }
 
     /// Deletes the object at `key` (deleting one that is gone succeeds).
+    /// Copies `from` to `to` (with `metadata` in place of its own, when given), then deletes
+    /// `from`. Run twice, it copies the same bytes again: the copy's name is the
+    /// submission's own (a pending or held key), and committing it twice stores it once.
+    pub async fn move_object(
+        &self,
+        from: &str,
+        to: &str,
+        metadata: Option<std::collections::HashMap<String, String>>,
+    ) -> Result<(), StoreError> {
+        let copy =
+            self.client.copy_object().bucket(&self.bucket).copy_source(format!("{}/{from}", self.bucket)).key(to);
+        let copy = match metadata {
+            Some(metadata) => copy
+                .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
+                .content_type("application/json")
+                .set_metadata(Some(metadata)),
+            None => copy,
+        };
+        copy.send().await.map_err(StoreError::from_sdk)?;
+        self.delete(from).await
+    }
+
     pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.client.delete_object().bucket(&self.bucket).key(key).send().await.map_err(StoreError::from_sdk)?;
         Ok(())

@@ -18,6 +18,7 @@ mod create;
 mod erase;
 mod error;
 pub mod frames;
+pub mod held;
 pub mod ids;
 pub mod item;
 pub mod list;
@@ -122,12 +123,21 @@ pub struct Store {
     ids: IdBlocks,
     /// What the commits of pending submissions running on this instance hold.
     commit_memory: pending::CommitMemory,
+    /// The metadata of held reports this instance has read.
+    held_index: held::HeldIndex,
 }
 
 impl Store {
     pub fn new(client: Client, frames: Frames, table: impl Into<String>, id_block_size: u64) -> Self {
         let commit_memory = pending::CommitMemory::new();
-        Store { client, frames, table: table.into(), ids: IdBlocks::new(id_block_size), commit_memory }
+        Store {
+            client,
+            frames,
+            table: table.into(),
+            ids: IdBlocks::new(id_block_size),
+            commit_memory,
+            held_index: Default::default(),
+        }
     }
 
     /// The frames' bucket.

@@ -17,8 +17,9 @@
 //! its tombstone records when it happened (`erased_at`); a submission received before that is
 //! dropped at commit time instead of bringing the call back. A submission received after
 //! the erase began is never deleted by it (a late or repeated erase cannot reach a call sent
-//! again). Pending copies older than [`EXPIRES_AFTER`] are moved to `failed/` with an
-//! error an alarm watches; tombstones outlive them.
+//! again). Copies pending longer than [`EXPIRES_AFTER`] (since received, or since a held
+//! report's agent was found: `held`) are moved to `failed/` with an error an alarm
+//! watches; tombstones outlive them.
 //!
 //! Commits hold their bodies in memory: an instance commits at most [`MEMORY_BUDGET`] of
 //! their estimated peak at once (the queue's batch and the sweep alike), so three large
@@ -49,6 +50,9 @@ pub enum Committed {
     /// under `failed/` for an operator, counted in the log.
     Unreadable,
 }
+
+/// The metadata of a pending copy that was a held report: since when it is pending (epoch ms).
+pub const SINCE: &str = "since";
 
 /// Where pending submissions that cannot be committed are kept for an operator.
 pub const FAILED_PREFIX: &str = "failed/";
@@ -97,13 +101,13 @@ fn call_prefix(workspace_id: u64, call_id: &str) -> String {
 }
 
 /// `<workspace>/<sha256 of the call id, 32 hex>/`: a call's folder under each prefix.
-fn call_folder(workspace_id: u64, call_id: &str) -> String {
+pub(super) fn call_folder(workspace_id: u64, call_id: &str) -> String {
     let call = Sha256::digest(call_id.as_bytes());
     format!("{workspace_id}/{}/", hex(&call[..16]))
 }
 
 /// The submission a pending key names: its token and received time.
-fn receipt_of(key: &str) -> Option<Receipt> {
+pub(super) fn receipt_of(key: &str) -> Option<Receipt> {
     let name = key.rsplit('/').next()?;
     let (received, token) = name.split_once('-')?;
     Some(Receipt { token: token.to_owned(), received_ms: received.parse().ok()? })
@@ -154,8 +158,7 @@ impl Store {
     /// Commits the pending submission at `key`: stores it unless its call was erased after
     /// it was received, then deletes it. Safe to run twice, at once or one after the other.
     pub async fn commit_pending(&self, key: &str) -> Result<Committed, StoreError> {
-        if receipt_of(key).is_none_or(|r| r.received_ms + EXPIRES_AFTER.as_millis() as u64 <= now_ms()) {
-            tracing::error!(event = "pending_expired", key, "pending submission not committed within 7 days");
+        if receipt_of(key).is_none() {
             return self.set_aside(key).await;
         }
         let out = match self.frames.client().get_object().bucket(self.frames.bucket()).key(key).send().await {
@@ -163,6 +166,14 @@ impl Store {
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(Committed::Gone),
             Err(e) => return Err(StoreError::from_sdk(e)),
         };
+        // Pending since it was received, or since a held report's agent was found (its
+        // `since`, `held::release_held`).
+        let since = out.metadata.as_ref().and_then(|m| m.get(SINCE)?.parse().ok());
+        let since = since.or(receipt_of(key).map(|r| r.received_ms)).unwrap_or_default();
+        if since + EXPIRES_AFTER.as_millis() as u64 <= now_ms() {
+            tracing::error!(event = "pending_expired", key, "pending submission not committed within 7 days");
+            return self.set_aside(key).await;
+        }
         // Held until the commit ends: the body, and what is made of it.
         let size = usize::try_from(out.content_length.unwrap_or_default()).unwrap_or(usize::MAX);
         let _memory = self.commit_memory.take(size).await;
@@ -318,8 +329,9 @@ impl Store {
         sweep
     }
 
-    /// Deletes the pending submissions of call `call_id` of `workspace_id` received before
-    /// `before_ms` (an erase that began then), and those kept under `failed/`. One received
+    /// Deletes the copies of call `call_id` of `workspace_id` under `prefixes` received
+    /// before `before_ms` (an erase that began then): its pending submissions, those kept
+    /// under `failed/`, its held reports. One received
     /// since is a later submission, which this erase never reaches, however late its
     /// deletes arrive.
     pub(super) async fn delete_pending_of(
@@ -327,10 +339,11 @@ impl Store {
         workspace_id: u64,
         call_id: &str,
         before_ms: u64,
+        prefixes: &[&str],
     ) -> Result<usize, StoreError> {
         let folder = call_folder(workspace_id, call_id);
         let mut keys = Vec::new();
-        for prefix in [PREFIX, FAILED_PREFIX] {
+        for prefix in prefixes {
             let listed = self.keys_under(&format!("{prefix}{folder}")).await?;
             keys.extend(listed.into_iter().filter(|k| receipt_of(k).is_none_or(|r| r.received_ms < before_ms)));
         }
@@ -362,7 +375,7 @@ impl Store {
 
     /// Every key under `prefix` of an object that holds something, in S3's order (a call's
     /// pending submissions: oldest first); erased frames' empty markers are left out.
-    async fn keys_under(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    pub(super) async fn keys_under(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let mut keys = Vec::new();
         let mut token = None;
         loop {
@@ -416,16 +429,7 @@ impl Store {
     async fn set_aside(&self, key: &str) -> Result<Committed, StoreError> {
         tracing::error!(key, "pending submission cannot be committed; kept under failed/");
         let target = format!("{FAILED_PREFIX}{}", key.strip_prefix(PREFIX).unwrap_or(key));
-        self.frames
-            .client()
-            .copy_object()
-            .bucket(self.frames.bucket())
-            .copy_source(format!("{}/{key}", self.frames.bucket()))
-            .key(target)
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        self.frames.delete(key).await?;
+        self.frames.move_object(key, &target, None).await?;
         Ok(Committed::Unreadable)
     }
 }
@@ -479,7 +483,7 @@ fn identity(metadata: &HashMap<String, String>) -> Option<(u64, String, Operatio
 }
 
 /// The UTF-8 text `h` holds as lower-case hex.
-fn unhex(h: &str) -> Option<String> {
+pub(super) fn unhex(h: &str) -> Option<String> {
     let bytes: Option<Vec<u8>> =
         (0..h.len()).step_by(2).map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok()).collect();
     String::from_utf8(bytes?).ok()

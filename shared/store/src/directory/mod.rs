@@ -230,6 +230,54 @@ impl Directory {
         Ok(found)
     }
 
+    /// The item `pk`/`sk` for a provider's webhook: from the cache while fresh, else read
+    /// within `within` (cached when `cache` says so); when DynamoDB cannot answer in that
+    /// time, as this instance read it in the last [`OUTAGE_GRACE`]. A provider does not
+    /// retry, so a report is kept on an item minutes old rather than lost; a bounded wait
+    /// keeps its answer inside the provider's patience whatever DynamoDB does.
+    async fn read_within(
+        &self,
+        pk: &str,
+        sk: &'static str,
+        within: Duration,
+        cache: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        if let Some(item) = self.cache.get(pk) {
+            return Ok(Some(item));
+        }
+        let failed = match tokio::time::timeout(within, self.batch_get(&[(pk, sk)])).await {
+            Ok(Ok(items)) => {
+                let item = items.into_iter().next();
+                if let (Some(item), true) = (&item, cache) {
+                    self.cache.put(pk.to_owned(), item.clone());
+                }
+                return Ok(item);
+            }
+            Ok(Err(e @ StoreError::Internal(_))) => return Err(e),
+            Ok(Err(e)) => e,
+            Err(_) => StoreError::Unavailable(format!("the directory did not answer within {within:?}")),
+        };
+        match self.cache.get_recent(pk, OUTAGE_GRACE) {
+            Some(item) => {
+                tracing::warn!(error = %failed, "directory unreadable; an item read in the last minutes used");
+                Ok(Some(item))
+            }
+            None => Err(failed),
+        }
+    }
+
+    /// [`Directory::agent`] for a provider's webhook: read as [`Directory::read_within`].
+    pub async fn agent_within(
+        &self,
+        agent: AgentRef<'_>,
+        workspace_id: u64,
+        within: Duration,
+    ) -> Result<Option<Agent>, StoreError> {
+        let lookup =
+            Lookup { agent: self.read_within(&agent.pk(), AGENT_SK, within, false).await?, ..Lookup::default() };
+        Ok(self.authorize(&lookup, workspace_id).ok())
+    }
+
     /// The looked-up agent, if it belongs to `workspace_id` (see [`Lookup::authorize`]);
     /// only then is it cached.
     pub fn authorize(&self, lookup: &Lookup, workspace_id: u64) -> Result<Agent, Denied> {

@@ -128,7 +128,8 @@ fn functions_have_least_privilege_iam() {
         );
     }
     // A commit takes a send of its workspace's budget: the workspace's limit (WS#…) and its
-    // counter (RATE#…), exactly; never a credential (CRED#…) or another directory item. (In
+    // counter (RATE#…); a held report's release reads its hook and agent (HOOK#…, AGENT#…,
+    // and an agent by remote id, WS#…#REMOTE#…); exactly these, never a credential (CRED#…). (In
     // AWS without these every commit was refused, counted as paced, and never stored.)
     let directory: Vec<(Value, Value)> = committer["Policies"][0]["Statement"]
         .as_array()
@@ -141,6 +142,11 @@ fn functions_have_least_privilege_iam() {
         directory,
         vec![
             (serde_json::json!(["dynamodb:GetItem", "dynamodb:BatchGetItem"]), serde_json::json!(["WS#*"])),
+            // A held report's hook and agent (calls::held).
+            (
+                serde_json::json!(["dynamodb:GetItem", "dynamodb:BatchGetItem"]),
+                serde_json::json!(["HOOK#*", "AGENT#*"])
+            ),
             (serde_json::json!(["dynamodb:UpdateItem"]), serde_json::json!(["RATE#*"])),
         ],
         "the committer's directory rights"
@@ -288,9 +294,11 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
     let t = template();
     let sender = [("s3:PutObject", "frames/*"), ("s3:DeleteObject", "frames/*"), ("s3:PutObject", "pending/*")];
     let reader = [("s3:GetObject", "frames/*"), ("s3:ListBucket", "bucket")];
-    let expected: [(&str, &[(&str, &str)]); 8] = [
+    let webhook = [sender.as_slice(), &[("s3:PutObject", "held/*")]].concat();
+    let expected: [(&str, &[(&str, &str)]); 9] = [
         ("SendCallDataFunction", &sender),
         ("CreateCallFunction", &sender),
+        ("ProviderWebhookFunction", &webhook),
         ("GetCallFunction", &reader),
         ("CallRevisionsFunction", &reader),
         ("GetCallRawFunction", &reader),
@@ -300,6 +308,7 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
                 ("s3:PutObject", "frames/*"),
                 ("s3:DeleteObject", "pending/*"),
                 ("s3:DeleteObject", "failed/*"),
+                ("s3:DeleteObject", "held/*"),
                 ("s3:ListBucket", "bucket"),
             ],
         ),
@@ -312,6 +321,9 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
                 ("s3:DeleteObject", "pending/*"),
                 ("s3:PutObject", "frames/*"),
                 ("s3:PutObject", "failed/*"),
+                ("s3:GetObject", "held/*"),
+                ("s3:DeleteObject", "held/*"),
+                ("s3:PutObject", "pending/*"),
             ],
         ),
     ];
@@ -346,7 +358,7 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
 
 /// provider-webhook opens only data keys sealed for a hook of a workspace: both keys of that
 /// encryption context must be there (`ForAllValues` alone holds for a Decrypt with no
-/// context at all), and no other.
+/// context at all: the `Null` condition refuses that), and no other.
 #[test]
 fn hook_secrets_open_only_with_the_hooks_whole_encryption_context() {
     let t = template();
@@ -358,6 +370,7 @@ fn hook_secrets_open_only_with_the_hooks_whole_encryption_context() {
         condition["ForAllValues:StringEquals"]["kms:EncryptionContextKeys"],
         serde_json::json!(["hook", "workspace"])
     );
+    assert_eq!(condition["Null"]["kms:EncryptionContextKeys"], "false", "a Decrypt with no context: {condition}");
     assert_eq!(condition["StringLike"]["kms:EncryptionContext:hook"], "*", "{condition}");
     assert_eq!(condition["StringLike"]["kms:EncryptionContext:workspace"], "*", "{condition}");
 }

@@ -1,0 +1,219 @@
+//! Held reports: a provider's report whose signature checked out but whose agent is not
+//! known yet (the payload names no agent of the workspace and the hook has no default, or
+//! the directory could not be read in time). A provider does not retry a 4xx or, for Vapi
+//! and ElevenLabs, anything at all, so the report is kept, answered 200, and committed once
+//! its agent exists.
+//!
+//! Key: `held/<workspace>/<sha256 of the provider call id, 32 hex>/<received ms>-<token>`, the
+//! layout of pending submissions ([`super::pending`]), so an erase finds a call's held
+//! reports as it finds its pending ones. The object is the body as received (decompressed);
+//! its metadata: workspace, operation, provider call id (hex), the hook, and the remote
+//! agent id the payload named (hex), if any.
+//!
+//! The committer's sweep ([`Store::release_held`]) looks for each held report's agent: the
+//! workspace's agent with the named remote id, else the hook's default agent. Found, the
+//! report is moved to `pending/` under the same name (its submission's identity and
+//! received time unchanged), where the queue and the same sweep commit it. A report held
+//! [`HELD_FOR`] is moved to `failed/` with an error an alarm watches.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use aws_sdk_s3::primitives::ByteStream;
+
+use super::pending::{call_folder, FAILED_PREFIX, PREFIX};
+use super::{now_ms, Receipt, Store, StoreError};
+use call_ingest_core::call::{hex, Operation};
+
+/// Where held reports live in the frames' bucket.
+pub const HELD_PREFIX: &str = "held/";
+
+/// How long a report is held before it is set aside under `failed/`.
+pub const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// A report to hold: whose it is, and what named its agent.
+#[derive(Debug, Clone, Copy)]
+pub struct Hold<'a> {
+    pub workspace_id: u64,
+    pub hook_id: &'a str,
+    /// The remote agent id the payload named.
+    pub named: Option<&'a str>,
+    pub operation: Operation,
+    pub call_id: &'a str,
+}
+
+/// A held report, as listed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Held {
+    pub key: String,
+    pub workspace_id: u64,
+    pub hook_id: String,
+    pub named: Option<String>,
+    pub call_id: String,
+    /// The operation's key (`Operation::key`).
+    pub operation: String,
+    /// When its request arrived (epoch ms).
+    pub received_ms: u64,
+}
+
+/// What a release of the held reports did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Release {
+    /// Moved to `pending/`: their agent was found.
+    pub released: usize,
+    /// Still without an agent.
+    pub held: usize,
+    /// Held past [`HELD_FOR`]: set aside under `failed/`.
+    pub expired: usize,
+    /// Not looked at: storage failed, or the release ran out of time.
+    pub left: usize,
+}
+
+/// Held reports' metadata, read once per instance (an object's metadata never changes), so
+/// a release each minute costs a listing, not a request per report.
+#[derive(Debug, Default)]
+pub(super) struct HeldIndex(Mutex<HashMap<String, Held>>);
+
+/// More entries than this and the index starts over.
+const MAX_INDEXED: usize = 100_000;
+
+impl Store {
+    /// Keeps a report received at `receipt` whose agent is not known; answers its key.
+    pub async fn put_held(&self, hold: Hold<'_>, raw: &[u8], receipt: &Receipt) -> Result<String, StoreError> {
+        let key = format!(
+            "{HELD_PREFIX}{}{:013}-{}",
+            call_folder(hold.workspace_id, hold.call_id),
+            receipt.received_ms,
+            receipt.token
+        );
+        let mut put = self
+            .frames
+            .client()
+            .put_object()
+            .bucket(self.frames.bucket())
+            .key(&key)
+            .if_none_match("*")
+            .content_type("application/json")
+            .metadata("workspace", hold.workspace_id.to_string())
+            .metadata("operation", hold.operation.key())
+            .metadata("call-id", hex(hold.call_id.as_bytes()))
+            .metadata("hook", hold.hook_id);
+        if let Some(named) = hold.named {
+            put = put.metadata("named", hex(named.as_bytes()));
+        }
+        match put.body(ByteStream::from(raw.to_vec())).send().await {
+            Ok(_) => Ok(key),
+            // This submission's own key: the SDK's retry of a PUT whose reply was lost.
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(key),
+            Err(e) => Err(super::frames::s3_error(e)),
+        }
+    }
+
+    /// The reports held for `workspace_id` (every workspace's with `None`), oldest first per call.
+    pub async fn held(&self, workspace_id: Option<u64>) -> Result<Vec<Held>, StoreError> {
+        let prefix = match workspace_id {
+            Some(ws) => format!("{HELD_PREFIX}{ws}/"),
+            None => HELD_PREFIX.to_owned(),
+        };
+        let keys = self.keys_under(&prefix).await?;
+        let found = super::bounded(keys.iter().map(|key| self.held_at(key))).await?;
+        Ok(found.into_iter().flatten().collect())
+    }
+
+    /// The held report at `key` (its metadata from the index, else a HEAD); `None` when it
+    /// is gone or its metadata is not ours.
+    async fn held_at(&self, key: &str) -> Result<Option<Held>, StoreError> {
+        if let Some(held) = self.held_index.0.lock().unwrap_or_else(|p| p.into_inner()).get(key) {
+            return Ok(Some(held.clone()));
+        }
+        let head = match self.frames.client().head_object().bucket(self.frames.bucket()).key(key).send().await {
+            Ok(head) => head,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => return Ok(None),
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        };
+        let metadata = head.metadata.unwrap_or_default();
+        let text = |name: &str| super::pending::unhex(metadata.get(name)?);
+        let held = (|| {
+            Some(Held {
+                key: key.to_owned(),
+                workspace_id: metadata.get("workspace")?.parse().ok()?,
+                hook_id: metadata.get("hook")?.clone(),
+                named: text("named"),
+                call_id: text("call-id")?,
+                operation: metadata.get("operation")?.clone(),
+                received_ms: super::pending::receipt_of(key)?.received_ms,
+            })
+        })();
+        if let Some(held) = &held {
+            let mut index = self.held_index.0.lock().unwrap_or_else(|p| p.into_inner());
+            if index.len() >= MAX_INDEXED {
+                index.clear();
+            }
+            index.insert(key.to_owned(), held.clone());
+        }
+        Ok(held)
+    }
+
+    fn forget_held(&self, key: &str) {
+        self.held_index.0.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
+    /// Moves each held report whose agent `agent_of` now finds to `pending/` (same name,
+    /// the agent in its metadata), and sets aside under `failed/` those held past
+    /// [`HELD_FOR`]. `agent_of(held)` answers the agent's id, `None` while there is none.
+    /// Stops starting work at `deadline`.
+    pub async fn release_held<F, Fut>(&self, deadline: std::time::Instant, agent_of: F) -> Result<Release, StoreError>
+    where
+        F: Fn(Held) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<String>, StoreError>>,
+    {
+        let mut release = Release::default();
+        // One lookup per hook and named agent.
+        let mut agents: HashMap<(String, Option<String>), Option<String>> = HashMap::new();
+        for held in self.held(None).await? {
+            if std::time::Instant::now() >= deadline {
+                release.left += 1;
+                continue;
+            }
+            if held.received_ms + HELD_FOR.as_millis() as u64 <= now_ms() {
+                tracing::error!(event = "held_expired", key = held.key, "held report found no agent within 30 days");
+                self.frames.move_object(&held.key, &format!("{FAILED_PREFIX}{}", strip(&held.key)), None).await?;
+                self.forget_held(&held.key);
+                release.expired += 1;
+                continue;
+            }
+            let group = (held.hook_id.clone(), held.named.clone());
+            let agent = match agents.get(&group) {
+                Some(agent) => agent.clone(),
+                None => match agent_of(held.clone()).await {
+                    Ok(agent) => agents.entry(group).or_insert(agent).clone(),
+                    Err(e) => {
+                        tracing::warn!(key = held.key, error = %e, "held report's agent unreadable; next sweep");
+                        release.left += 1;
+                        continue;
+                    }
+                },
+            };
+            let Some(agent) = agent else {
+                release.held += 1;
+                continue;
+            };
+            let metadata = HashMap::from([
+                ("workspace".to_owned(), held.workspace_id.to_string()),
+                ("agent".to_owned(), hex(agent.as_bytes())),
+                ("call-id".to_owned(), hex(held.call_id.as_bytes())),
+                ("operation".to_owned(), held.operation.clone()),
+                (super::pending::SINCE.to_owned(), now_ms().to_string()),
+            ]);
+            self.frames.move_object(&held.key, &format!("{PREFIX}{}", strip(&held.key)), Some(metadata)).await?;
+            self.forget_held(&held.key);
+            release.released += 1;
+        }
+        Ok(release)
+    }
+}
+
+/// A key's name below its prefix (`<workspace>/<call>/<received>-<token>`).
+fn strip(key: &str) -> &str {
+    key.split_once('/').map_or(key, |(_, rest)| rest)
+}
