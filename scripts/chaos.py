@@ -474,15 +474,19 @@ COMMIT_WITHIN = 60
 
 
 def pending_objects(stack):
-    """The pending submissions (202) not committed yet."""
+    """The pending submissions (202) not committed yet, and the webhook reports held (every
+    hook here has an agent: a report is held only while the directory cannot be read)."""
     import boto3
     from botocore.config import Config
 
     s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL_S3"], region_name="us-east-1",
                       aws_access_key_id="local", aws_secret_access_key="local",
                       config=Config(s3={"addressing_style": "path"}))
-    out = s3.list_objects_v2(Bucket=stack.env["FRAMES_BUCKET"], Prefix="pending/")
-    return [o["Key"] for o in out.get("Contents", [])]
+    keys = []
+    for prefix in ("pending/", "held/"):
+        out = s3.list_objects_v2(Bucket=stack.env["FRAMES_BUCKET"], Prefix=prefix)
+        keys += [o["Key"] for o in out.get("Contents", [])]
+    return keys
 
 
 def wait_for_commits(stack, within=COMMIT_WITHIN):

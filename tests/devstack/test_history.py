@@ -51,6 +51,19 @@ def test_acknowledged_revisions_all_kept_in_order_is_no_loss():
     assert rules(ops, state(rev(1, "m1", "t1"), rev(2, "m2", "t2"))) == []
 
 
+def test_a_providers_retry_answered_unchanged_keeps_its_reports_place_and_a_resent_one_does_not():
+    # Seed 23: call_analyzed a1 accepted (pending), a newer a2 stored, a1 committed below it;
+    # Retell sends a1 again: the same report, answered unchanged, stays below.
+    first = op("webhook_analyzed", "a1", 0, 1, 200, {"status": "accepted"}, call="c1")
+    newer = op("webhook_analyzed", "a2", 2, 3, 200, {"status": "revised"}, call="c1")
+    again = op("webhook_analyzed", "a1", 4, 5, 200, {"status": "unchanged"}, call="c1")
+    final = state(rev(1, "a2", "t2"), rev(2, "a1", "t1"), rev(3, "a2", "t2"))
+    assert rules([first, newer, again], final) == []
+    # Answered revised, the same bytes sent again are new content: they must end up current.
+    resent = op("webhook_analyzed", "a1", 4, 5, 200, {"status": "revised"}, call="c1")
+    assert rules([first, newer, resent], final) == ["current", "lost"]
+
+
 def test_a_pending_submission_committed_below_a_newer_one_is_no_loss():
     # 202, then a 201 of newer content, then the 202 committed below the head (insert_late:
     # the old head, the late one, a copy of the old head under its token).

@@ -24,7 +24,7 @@ use call_ingest_store::directory::AgentRef;
 /// instance whose last commit failed or was slow. With the pending write's own bound, the
 /// answer comes well inside the 10 s a one-shot client waits.
 /// How long S3 gets to take a pending submission before the answer is 503.
-pub(crate) const PENDING_BUDGET: Duration = Duration::from_millis(2500);
+const PENDING_BUDGET: Duration = Duration::from_millis(2500);
 
 /// A stored or accepted call, to answer with.
 pub(crate) struct Reply {
@@ -150,7 +150,16 @@ pub(crate) async fn process(
         }
     };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    store_call(backend, owner, operation, (pace, None), received, &doc, &body, log).await
+    let wait = Wait { pace, commit: None, keep: PENDING_BUDGET };
+    store_call(backend, owner, operation, wait, received, &doc, &body, log).await
+}
+
+/// How a send waits: paced or not, at most `commit` (besides the instance's patience) for
+/// DynamoDB, and `keep` for S3 to take its pending copy before the answer is 503.
+pub(crate) struct Wait {
+    pub pace: Pace,
+    pub commit: Option<Duration>,
+    pub keep: Duration,
 }
 
 /// Stores the call; its reply, or the problem storing it. When DynamoDB cannot commit it
@@ -158,14 +167,14 @@ pub(crate) async fn process(
 /// budget ([`Pace::Later`]), the call is made durable in S3 as pending and accepted (202),
 /// to be committed later; only when S3 cannot take it either is the answer 503. A write
 /// still in flight when the budget ends may be applied meanwhile: committing the pending
-/// copy then finds it, and changes nothing. `(pace, within)`: `within` caps the wait for
-/// DynamoDB (a webhook answers its provider within 2 s).
+/// copy then finds it, and changes nothing. A webhook waits less for DynamoDB (its answer
+/// comes within 2 s) and more for S3 ([`Wait`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn store_call(
     backend: &Backend,
     owner: Owner<'_>,
     operation: Operation,
-    (pace, within): (Pace, Option<Duration>),
+    Wait { pace, commit: within, keep }: Wait,
     received: u64,
     doc: &CallDocument,
     raw: &[u8],
@@ -193,8 +202,7 @@ pub(crate) async fn store_call(
         }
     };
     tracing::warn!(reason = %failed, "call not committed now; kept as pending");
-    let pending =
-        tokio::time::timeout(PENDING_BUDGET, backend.store().put_pending(owner, operation, &call_id, raw, &receipt));
+    let pending = tokio::time::timeout(keep, backend.store().put_pending(owner, operation, &call_id, raw, &receipt));
     match pending.await {
         Ok(Ok(_)) => {
             log.accepted = true;

@@ -7,7 +7,7 @@
 //! A provider is a one-shot client: Vapi and ElevenLabs retry nothing by default (and
 //! ElevenLabs disables a hook after enough failures), Retell a few times within seconds. So
 //! once a signature checks out, the report is kept whatever DynamoDB does, and answered 200
-//! within [`ANSWER_WITHIN`] plus S3's write:
+//! within [`ANSWER_WITHIN`] plus S3's write (up to [`KEEP_WITHIN`]):
 //! - the hook and the agent come from the directory's cache, else a read bounded in time,
 //!   else what this instance read in the last 15 minutes (`OUTAGE_GRACE`): only an
 //!   instance that never read the hook answers 503 (with Retry-After) when the directory
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use lambda_http::{Body, Request, RequestExt};
 use serde::Serialize;
 
-use crate::endpoints::ingest::{body_checks, store_call, Reply, WebhookResponse, PENDING_BUDGET};
+use crate::endpoints::ingest::{body_checks, store_call, Reply, Wait, WebhookResponse};
 use crate::gate::Pace;
 use crate::logging::RequestLog;
 use crate::problems::{self, directory_problem, storage_problem};
@@ -49,6 +49,13 @@ const MAX_PAYLOAD_BYTES: usize = 8 << 20;
 const ANSWER_WITHIN: Duration = Duration::from_millis(1500);
 /// The most one directory read may take of it.
 const READ_WITHIN: Duration = Duration::from_millis(400);
+/// How long an instance that never read the hook waits for it: it has nothing to fall back
+/// on, and the answer (a 503 when DynamoDB is down) is one the provider does not retry.
+const HOOK_ALONE_WITHIN: Duration = Duration::from_secs(5);
+/// How long S3 gets to keep a report (pending or held) before the answer is 503: past the
+/// SDK's 3 s attempt, so that a PUT whose reply is late is tried again (finding its own
+/// object), and inside Retell's 10 s.
+const KEEP_WITHIN: Duration = Duration::from_secs(6);
 
 /// The answer to an event that is not a call.
 #[derive(Serialize)]
@@ -74,7 +81,8 @@ pub(crate) async fn answer(
     let no_hook = || problems::unauthorized("no webhook hook of this provider at this URL, or it was revoked");
     let (Some(provider), Some(hook_id)) = (provider, hook_id) else { return Err(no_hook()) };
     let checked = body_checks(backend, request);
-    let hook = backend.directory().hook_for_webhook(hook_id, within(READ_WITHIN)).await.map_err(directory_problem)?;
+    let hook = backend.directory().hook_for_webhook(hook_id, within(READ_WITHIN), HOOK_ALONE_WITHIN);
+    let hook = hook.await.map_err(directory_problem)?;
     let hook = hook.filter(|h| h.provider == provider && h.revoked_at.is_none()).ok_or_else(no_hook)?;
     let sealer = backend.sealer().ok_or_else(|| {
         storage_problem(call_ingest_store::calls::StoreError::Internal("no KMS client".into()), "hooks")
@@ -122,7 +130,7 @@ pub(crate) async fn answer(
         }
     };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    let wait = (pace, Some(within(ANSWER_WITHIN)));
+    let wait = Wait { pace, commit: Some(within(ANSWER_WITHIN)), keep: KEEP_WITHIN };
     let reply: Reply = store_call(backend, owner, operation, wait, received, &doc, &body, log).await?;
     Ok(reply.respond(operation, request_id))
 }
@@ -152,7 +160,7 @@ async fn hold(
         operation: Operation::ProviderWebhook(hook.provider),
         call_id,
     };
-    let put = tokio::time::timeout(PENDING_BUDGET, backend.store().put_held(hold, raw, &receipt)).await;
+    let put = tokio::time::timeout(KEEP_WITHIN, backend.store().put_held(hold, raw, &receipt)).await;
     put.unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the report in time".into())))
         .map_err(failed)?;
     log.accepted = true;

@@ -226,9 +226,15 @@ impl Directory {
     /// The hook `id` for a request to it: from the cache while fresh, else read within
     /// `within`; when DynamoDB cannot answer in that time, as this instance read it in the
     /// last [`super::OUTAGE_GRACE`] (a provider does not retry: its report is kept rather
-    /// than lost). `None` when there is none.
-    pub async fn hook_for_webhook(&self, id: &str, within: std::time::Duration) -> Result<Option<Hook>, StoreError> {
-        let item = self.read_within(&hook_pk(id), HOOK_SK, within, true).await?;
+    /// than lost). An instance that never read it waits up to `alone` for DynamoDB.
+    /// `None` when there is none.
+    pub async fn hook_for_webhook(
+        &self,
+        id: &str,
+        within: std::time::Duration,
+        alone: std::time::Duration,
+    ) -> Result<Option<Hook>, StoreError> {
+        let item = self.read_within(&hook_pk(id), HOOK_SK, (within, alone), true).await?;
         Ok(item.as_ref().and_then(Hook::from_item))
     }
 

@@ -234,18 +234,24 @@ impl Directory {
     /// within `within` (cached when `cache` says so); when DynamoDB cannot answer in that
     /// time, as this instance read it in the last [`OUTAGE_GRACE`]. A provider does not
     /// retry, so a report is kept on an item minutes old rather than lost; a bounded wait
-    /// keeps its answer inside the provider's patience whatever DynamoDB does.
+    /// keeps its answer inside the provider's patience whatever DynamoDB does. With no such
+    /// item to fall back on, the read waits up to `alone` instead (an answer later is
+    /// better than a 503 the provider never retries).
     async fn read_within(
         &self,
         pk: &str,
         sk: &'static str,
-        within: Duration,
+        (within, alone): (Duration, Duration),
         cache: bool,
     ) -> Result<Option<Item>, StoreError> {
         if let Some(item) = self.cache.get(pk) {
             return Ok(Some(item));
         }
-        let failed = match tokio::time::timeout(within, self.batch_get(&[(pk, sk)])).await {
+        let bound = match self.cache.get_recent(pk, OUTAGE_GRACE) {
+            Some(_) => within,
+            None => alone,
+        };
+        let failed = match tokio::time::timeout(bound, self.batch_get(&[(pk, sk)])).await {
             Ok(Ok(items)) => {
                 let item = items.into_iter().next();
                 if let (Some(item), true) = (&item, cache) {
@@ -255,7 +261,7 @@ impl Directory {
             }
             Ok(Err(e @ StoreError::Internal(_))) => return Err(e),
             Ok(Err(e)) => e,
-            Err(_) => StoreError::Unavailable(format!("the directory did not answer within {within:?}")),
+            Err(_) => StoreError::Unavailable(format!("the directory did not answer within {bound:?}")),
         };
         match self.cache.get_recent(pk, OUTAGE_GRACE) {
             Some(item) => {
@@ -273,8 +279,9 @@ impl Directory {
         workspace_id: u64,
         within: Duration,
     ) -> Result<Option<Agent>, StoreError> {
-        let lookup =
-            Lookup { agent: self.read_within(&agent.pk(), AGENT_SK, within, false).await?, ..Lookup::default() };
+        // An agent unreadable now holds its report (`calls::held`): no longer wait.
+        let item = self.read_within(&agent.pk(), AGENT_SK, (within, within), false).await?;
+        let lookup = Lookup { agent: item, ..Lookup::default() };
         Ok(self.authorize(&lookup, workspace_id).ok())
     }
 
