@@ -364,3 +364,34 @@ async fn an_erase_finishes_over_hundreds_of_pending_sends() {
     assert_eq!(pending(&f).await, Vec::<String>::new());
     f.t.delete().await;
 }
+
+/// A frame an erase cannot find by an item, nor yet in S3: a pending copy's frame whose PUT
+/// lands after the erase (a late copy of a timed-out write, seed 24), and the frame of a
+/// send answered 503 (S3 took the frame, not the pending copy, seed 23). The first finds the
+/// erase's marker at its key (the key is the copy's token) and writes nothing; the second,
+/// older than the erase, is removed by it.
+#[tokio::test]
+async fn an_erase_reaches_frames_no_item_names_written_before_it_and_a_late_one_writes_nothing() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let store = f.backend.store();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    // The 503'd send's frame: no item and no pending copy name it.
+    let orphan = call_ingest_store::calls::Frames::key(1, "unseen", "0a1b2c3d4e5f60718293a4b5c6d7e8f9");
+    store.frames().put(&orphan, b"a 503'd send's frame".to_vec().into(), owner, "unseen", now_ms()).await.unwrap();
+    // A send answered 202 whose frame is not written yet.
+    let (_, raw) = testkit::small_call("unseen", "pending");
+    let receipt = Receipt::new(now_ms()).unwrap();
+    store.put_pending(owner, Operation::CreateCall, "unseen", &raw, &receipt).await.unwrap();
+    // S3's clock keeps seconds: the orphan is older than the erase by more than the skew.
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    let first = post_status(&f, "unseen", "stored").await;
+    let id = first.body["id"].as_u64().unwrap();
+    store.erase_call(1, "unseen", id).await.unwrap();
+    // The late copy of the pending copy's frame PUT, after the erase.
+    let late = call_ingest_store::calls::Frames::key(1, "unseen", &receipt.token);
+    store.frames().put(&late, b"the late frame".to_vec().into(), owner, "unseen", receipt.received_ms).await.unwrap();
+    let objects = f.t.objects().await;
+    assert!(objects.is_empty(), "nothing of the erased call is left: {objects:?}");
+    f.t.delete().await;
+}

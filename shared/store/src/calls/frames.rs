@@ -3,7 +3,8 @@
 //! than one S3 PUT. The head or revision item keeps the object's key (`frame_key`).
 //!
 //! Keys belong to one submission: `frames/<workspace>/<sha256 of the provider call id, 32
-//! hex>/<submission token>-<sha256 of the frame, 32 hex>`. The SDK's retry of a PUT whose
+//! hex>/<submission token>` (`-<sha256 of the frame, 32 hex>` after it for frames written
+//! before an erase had to name them ahead). The SDK's retry of a PUT whose
 //! reply was lost, a late copy of it, and the commit of the same submission's pending copy
 //! name the same object, and `If-None-Match: *` writes it once. Another submission of the
 //! same bytes (a call stored again after an erase) names another object, so a late or
@@ -61,16 +62,25 @@ impl Frames {
         &self.bucket
     }
 
-    /// The key of `frame`, written by submission `token` of call `call_id` in `workspace_id`.
-    pub fn key(workspace_id: u64, call_id: &str, token: &str, frame: &[u8]) -> String {
+    /// The key of the frame of submission `token` of call `call_id` in `workspace_id` (one
+    /// submission, one content: the pipeline is deterministic). An erase can name it before
+    /// it exists, so a late copy of its PUT finds the erase's marker there
+    /// ([`Frames::erase`]).
+    pub fn key(workspace_id: u64, call_id: &str, token: &str) -> String {
         let call = Sha256::digest(call_id.as_bytes());
-        let content = Sha256::digest(frame);
         let token: String = token.chars().filter(char::is_ascii_alphanumeric).take(32).collect();
-        format!("frames/{workspace_id}/{}/{token}-{}", hex(&call[..16]), hex(&content[..16]))
+        format!("frames/{workspace_id}/{}/{token}", hex(&call[..16]))
     }
 
-    /// Writes `frame` at `key` unless an object is there already (the same bytes: the key
-    /// is their digest).
+    /// The submission token a frame's key names (`<token>`, or `<token>-<content digest>`
+    /// for a frame written before keys were the token alone).
+    pub fn token_of(key: &str) -> &str {
+        let name = key.rsplit('/').next().unwrap_or_default();
+        name.split_once('-').map_or(name, |(token, _)| token)
+    }
+
+    /// Writes `frame` at `key` unless an object is there already: the same bytes (one
+    /// submission's), or an erase's marker (the call was erased: nothing will name it).
     pub async fn put(
         &self,
         key: &str,
@@ -205,19 +215,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_are_per_workspace_call_submission_and_content_and_never_hold_the_call_id() {
-        let a = Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff", b"frame");
+    fn keys_are_per_workspace_call_and_submission_and_never_hold_the_call_id() {
+        let a = Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff");
         assert!(a.starts_with("frames/7/"), "{a}");
         let hex32 = |h: &str| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit());
         let parts: Vec<&str> = a.split('/').collect();
-        assert!(parts.len() == 4 && hex32(parts[2]), "{a}");
-        let (token, content) = parts[3].split_once('-').unwrap();
-        assert!(token == "00ff00ff00ff00ff" && hex32(content), "{a}");
-        assert_eq!(a, Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff", b"frame"), "one submission, one key");
-        assert_ne!(a, Frames::key(7, "call/../1 ü", "11ff00ff00ff00ff", b"frame"), "another submission, another key");
-        assert_ne!(a, Frames::key(8, "call/../1 ü", "00ff00ff00ff00ff", b"frame"));
-        assert_ne!(a, Frames::key(7, "call/../2 ü", "00ff00ff00ff00ff", b"frame"));
-        assert_ne!(a, Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff", b"frame2"));
-        assert!(!Frames::key(7, "c", "../x", b"f").contains(".."), "a token never escapes its folder");
+        assert!(parts.len() == 4 && hex32(parts[2]) && parts[3] == "00ff00ff00ff00ff", "{a}");
+        assert_eq!(a, Frames::key(7, "call/../1 ü", "00ff00ff00ff00ff"), "one submission, one key");
+        assert_ne!(a, Frames::key(7, "call/../1 ü", "11ff00ff00ff00ff"), "another submission, another key");
+        assert_ne!(a, Frames::key(8, "call/../1 ü", "00ff00ff00ff00ff"));
+        assert_ne!(a, Frames::key(7, "call/../2 ü", "00ff00ff00ff00ff"));
+        assert!(!Frames::key(7, "c", "../x").contains(".."), "a token never escapes its folder");
+        assert_eq!(Frames::token_of(&a), "00ff00ff00ff00ff");
+        assert_eq!(Frames::token_of("frames/7/ab/00ff-c0ffee"), "00ff", "a key of the earlier layout");
     }
 }

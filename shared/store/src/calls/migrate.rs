@@ -39,7 +39,7 @@ impl Store {
             return Ok(false);
         }
         let frame: Vec<u8> = chunks.iter().flat_map(|c| get_b(c, "data").unwrap_or_default().iter().copied()).collect();
-        let key = Frames::key(workspace_id, call_id, token, &frame);
+        let key = Frames::key(workspace_id, call_id, token);
         let frame_bytes = frame.len();
         let received = get_u64(item, "updated_at").unwrap_or_default();
         self.frames.put(&key, frame.into(), Owner { workspace_id, agent_id }, call_id, received).await?;

@@ -57,6 +57,11 @@ pub const SINCE: &str = "since";
 /// Where pending submissions that cannot be committed are kept for an operator.
 pub const FAILED_PREFIX: &str = "failed/";
 
+/// How far apart S3's clock and ours may be: an erase removes the frames of its call written
+/// more than this before it began that nothing names (a frame written since may be a later
+/// send's). S3 and Lambda both keep NTP time, well within a second.
+const FRAME_SKEW: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Calls a sweep commits at once (as memory allows: [`MEMORY_BUDGET`]).
 pub const SWEEP_PARALLEL: usize = 16;
 
@@ -350,22 +355,25 @@ impl Store {
         // A submission answered 202 may have written its frame before it went pending (its
         // direct write ran out of time): the frame goes with its pending copy. No item can
         // name it any more: its writes in flight are conditioned on a head this erase has
-        // marked or buried.
-        // One listing of the call's frames, matched to the copies' tokens here (a listing per
-        // copy took an erase of a call holding hundreds past its time, every time).
+        // marked or buried. Its key is the copy's token: the erase's marker is written there
+        // whether the frame is there yet or not, so a late copy of its PUT (conditional)
+        // finds the marker and writes nothing.
         let tokens: std::collections::HashSet<String> =
             keys.iter().filter_map(|k| receipt_of(k)).map(|r| r.token).collect();
-        let frames: Vec<String> = match tokens.is_empty() {
-            true => Vec::new(),
-            false => {
-                // A frame's name is `<token>-<content digest>`.
-                let of_copy = |k: &String| {
-                    let name = k.rsplit('/').next().unwrap_or_default();
-                    name.split_once('-').is_some_and(|(token, _)| tokens.contains(token))
-                };
-                self.keys_under(&format!("frames/{folder}")).await?.into_iter().filter(of_copy).collect()
+        let mut frames: std::collections::BTreeSet<String> =
+            tokens.iter().map(|token| super::frames::Frames::key(workspace_id, call_id, token)).collect();
+        // One listing of the call's frames (a listing per copy took an erase of a call holding
+        // hundreds past its time, every time): frames of the earlier layout
+        // (`<token>-<digest>`) of those copies, and frames written before this erase that
+        // nothing may name, such as the frame of a send answered 503 (S3 took its frame, not
+        // its pending copy). A frame written since (a send after the erase began) is left:
+        // [`FRAME_SKEW`] covers clocks apart.
+        for (key, written) in self.objects_under(&format!("frames/{folder}")).await? {
+            let older = written.is_some_and(|w| w + FRAME_SKEW.as_millis() as u64 <= before_ms);
+            if older || tokens.contains(super::frames::Frames::token_of(&key)) {
+                frames.insert(key);
             }
-        };
+        }
         // Frames first: an erase cut short between the two finds the tokens again next time
         // (the other way round, the frames of copies already deleted were never found).
         super::bounded(frames.iter().map(|k| self.frames.erase(k))).await?;
@@ -376,7 +384,12 @@ impl Store {
     /// Every key under `prefix` of an object that holds something, in S3's order (a call's
     /// pending submissions: oldest first); erased frames' empty markers are left out.
     pub(super) async fn keys_under(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let mut keys = Vec::new();
+        Ok(self.objects_under(prefix).await?.into_iter().map(|(key, _)| key).collect())
+    }
+
+    /// [`Store::keys_under`], with when each object was written (epoch ms, S3's clock).
+    async fn objects_under(&self, prefix: &str) -> Result<Vec<(String, Option<u64>)>, StoreError> {
+        let mut objects = Vec::new();
         let mut token = None;
         loop {
             let out = self
@@ -391,10 +404,13 @@ impl Store {
                 .map_err(StoreError::from_sdk)?;
             // An erased frame's empty marker is nothing left to remove.
             let held = out.contents().iter().filter(|o| o.size().unwrap_or(1) > 0);
-            keys.extend(held.filter_map(|o| o.key()).map(str::to_owned));
+            objects.extend(held.filter_map(|o| {
+                let written = o.last_modified().and_then(|t| u64::try_from(t.to_millis().ok()?).ok());
+                Some((o.key()?.to_owned(), written))
+            }));
             token = out.next_continuation_token;
             if token.is_none() {
-                return Ok(keys);
+                return Ok(objects);
             }
         }
     }

@@ -118,7 +118,7 @@ impl Submission {
                 None
             }
             false => {
-                let key = Frames::key(owner.workspace_id, doc.call_id(), &token, &packed.frame);
+                let key = Frames::key(owner.workspace_id, doc.call_id(), &token);
                 attributes.insert(FRAME_KEY.into(), s(key.clone()));
                 attributes.insert("frame_bytes".into(), n(packed.frame.len()));
                 if let Some(pieces) = &packed.pieces {
