@@ -19,9 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use aws_sdk_s3::primitives::ByteStream;
-
-use super::pending::{call_folder, FAILED_PREFIX, PREFIX};
+use super::pending::{FAILED_PREFIX, PREFIX};
 use super::{now_ms, Receipt, Store, StoreError};
 use call_ingest_core::call::{hex, Operation};
 
@@ -80,33 +78,16 @@ const MAX_INDEXED: usize = 100_000;
 impl Store {
     /// Keeps a report received at `receipt` whose agent is not known; answers its key.
     pub async fn put_held(&self, hold: Hold<'_>, raw: &[u8], receipt: &Receipt) -> Result<String, StoreError> {
-        let key = format!(
-            "{HELD_PREFIX}{}{:013}-{}",
-            call_folder(hold.workspace_id, hold.call_id),
-            receipt.received_ms,
-            receipt.token
-        );
-        let mut put = self
-            .frames
-            .client()
-            .put_object()
-            .bucket(self.frames.bucket())
-            .key(&key)
-            .if_none_match("*")
-            .content_type("application/json")
-            .metadata("workspace", hold.workspace_id.to_string())
-            .metadata("operation", hold.operation.key())
-            .metadata("call-id", hex(hold.call_id.as_bytes()))
-            .metadata("hook", hold.hook_id);
+        let mut metadata = HashMap::from([
+            ("workspace".to_owned(), hold.workspace_id.to_string()),
+            ("operation".to_owned(), hold.operation.key()),
+            ("call-id".to_owned(), hex(hold.call_id.as_bytes())),
+            ("hook".to_owned(), hold.hook_id.to_owned()),
+        ]);
         if let Some(named) = hold.named {
-            put = put.metadata("named", hex(named.as_bytes()));
+            metadata.insert("named".to_owned(), hex(named.as_bytes()));
         }
-        match put.body(ByteStream::from(raw.to_vec())).send().await {
-            Ok(_) => Ok(key),
-            // This submission's own key: the SDK's retry of a PUT whose reply was lost.
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(key),
-            Err(e) => Err(super::frames::s3_error(e)),
-        }
+        self.put_copy(HELD_PREFIX, hold.workspace_id, hold.call_id, raw, receipt, metadata).await
     }
 
     /// The reports held for `workspace_id` (every workspace's with `None`), oldest first per call.

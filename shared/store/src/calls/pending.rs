@@ -100,11 +100,6 @@ impl std::ops::AddAssign for Sweep {
     }
 }
 
-/// The prefix of the pending submissions of call `call_id` of `workspace_id`.
-fn call_prefix(workspace_id: u64, call_id: &str) -> String {
-    format!("{PREFIX}{}", call_folder(workspace_id, call_id))
-}
-
 /// `<workspace>/<sha256 of the call id, 32 hex>/`: a call's folder under each prefix.
 pub(super) fn call_folder(workspace_id: u64, call_id: &str) -> String {
     let call = Sha256::digest(call_id.as_bytes());
@@ -134,8 +129,28 @@ impl Store {
         raw: &[u8],
         receipt: &Receipt,
     ) -> Result<String, StoreError> {
-        let prefix = call_prefix(owner.workspace_id, call_id);
-        let key = format!("{prefix}{:013}-{}", receipt.received_ms, receipt.token);
+        let metadata = HashMap::from([
+            ("workspace".to_owned(), owner.workspace_id.to_string()),
+            ("agent".to_owned(), hex(owner.agent_id.as_bytes())),
+            ("operation".to_owned(), operation.key()),
+            ("call-id".to_owned(), hex(call_id.as_bytes())),
+        ]);
+        self.put_copy(PREFIX, owner.workspace_id, call_id, raw, receipt, metadata).await
+    }
+
+    /// Writes a submission's body as received under `prefix` (`pending/`, `held/`), in its
+    /// call's folder, named by its receipt, with `metadata`; answers its key.
+    pub(super) async fn put_copy(
+        &self,
+        prefix: &str,
+        workspace_id: u64,
+        call_id: &str,
+        raw: &[u8],
+        receipt: &Receipt,
+        metadata: HashMap<String, String>,
+    ) -> Result<String, StoreError> {
+        let key =
+            format!("{prefix}{}{:013}-{}", call_folder(workspace_id, call_id), receipt.received_ms, receipt.token);
         let result = self
             .frames
             .client()
@@ -144,10 +159,7 @@ impl Store {
             .key(&key)
             .if_none_match("*")
             .content_type("application/json")
-            .metadata("workspace", owner.workspace_id.to_string())
-            .metadata("agent", hex(owner.agent_id.as_bytes()))
-            .metadata("operation", operation.key())
-            .metadata("call-id", hex(call_id.as_bytes()))
+            .set_metadata(Some(metadata))
             .body(ByteStream::from(raw.to_vec()))
             .send()
             .await;
@@ -511,13 +523,13 @@ mod tests {
 
     #[test]
     fn a_pending_key_carries_its_received_time_and_its_call_prefix() {
-        let prefix = call_prefix(7, "call-1");
+        let prefix = format!("{PREFIX}{}", call_folder(7, "call-1"));
         let key = format!("{prefix}{:013}-ab12", 1_763_700_000_123u64);
         assert!(key.starts_with("pending/7/"));
         assert_eq!(workspace_of(&key), Some(7));
         assert_eq!(received_ms(&key), Some(1_763_700_000_123));
         assert_eq!(received_ms("frames/7/x/y"), None);
-        assert_ne!(prefix, call_prefix(7, "call-2"));
+        assert_ne!(call_folder(7, "call-1"), call_folder(7, "call-2"));
     }
 
     #[tokio::test]
