@@ -74,12 +74,21 @@ def test_concurrent_revisions_are_all_kept(stack):
     assert first.status == 201
     bodies = [body_for(stack, call_id, f"v{i + 1}") for i in range(6)]
     answers = at_once(6, lambda i: stack.post_create_call(bodies[i]))
-    assert [a.status for a in answers] == [200] * 6, answers
-    assert {a.body["id"] for a in answers} == {first.body["id"]}
-    stored = stack.get_call(call_id)
-    kept = {stored["raw"].encode()} | {r["raw"].encode() for r in stored["revisions"]}
-    assert kept == set(bodies) | {body_for(stack, call_id, "v0")}
-    assert stored["current"]["revision"] == 7
+    # Each is stored now (200), or, when its conditional write kept meeting the others past
+    # its budget (a loaded machine), kept as pending and committed within seconds (202).
+    assert all(a.status in (200, 202) for a in answers), answers
+    assert {a.body["id"] for a in answers if a.status == 200} == {first.body["id"]}
+    everything = set(bodies) | {body_for(stack, call_id, "v0")}
+    deadline = time.time() + 30
+    while True:
+        stored = stack.get_call(call_id)
+        kept = {stored["raw"].encode()} | {r["raw"].encode() for r in stored["revisions"]}
+        if kept == everything or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    assert kept == everything
+    if all(a.status == 200 for a in answers):
+        assert stored["current"]["revision"] == 7
 
 
 def committed(stack, call_id, revision=1, within=30):

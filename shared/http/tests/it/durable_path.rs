@@ -365,6 +365,39 @@ async fn an_erase_finishes_over_hundreds_of_pending_sends() {
     f.t.delete().await;
 }
 
+/// An erase cut short keeps what it did: each pending copy goes right after its frame's
+/// marker, so each request deletes some and a thousand copies are erased over several
+/// requests. (With every marker written first, a request cut short before the deletes
+/// deleted nothing, and the erase answered 503 for ever: the history checker, seed 31.)
+#[tokio::test]
+async fn an_erase_cut_short_keeps_the_copies_it_deleted() {
+    use futures_util::stream::{self, StreamExt};
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post_status(&f, "cut-short", "a").await;
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let (_, raw) = testkit::small_call("cut-short", "waiting");
+    let store = f.backend.store();
+    stream::iter(0..200)
+        .for_each_concurrent(8, |_| async {
+            let receipt = Receipt::now().unwrap();
+            store.put_pending(owner, Operation::CreateCall, "cut-short", &raw, &receipt).await.unwrap();
+        })
+        .await;
+    // A slow S3: each marker's PUT answers 100 ms late, so the markers alone take longer
+    // than the erase is given.
+    f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 0.1, "times": 100_000}));
+    let cut = tokio::time::timeout(Duration::from_millis(800), store.erase_call(1, "cut-short", id)).await;
+    assert!(cut.is_err(), "cut short");
+    let left = pending(&f).await.len();
+    assert!(left < 200, "the copies deleted before it was cut short stay deleted: {left} left");
+    f.t.clear_faults(&f.t.bucket);
+    store.erase_call(1, "cut-short", id).await.expect("the erase finishes");
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}
+
 /// A frame an erase cannot find by an item, nor yet in S3: a pending copy's frame whose PUT
 /// lands after the erase (a late copy of a timed-out write, seed 24), and the frame of a
 /// send answered 503 (S3 took the frame, not the pending copy, seed 23). The first finds the

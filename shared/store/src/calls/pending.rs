@@ -369,28 +369,35 @@ impl Store {
         // name it any more: its writes in flight are conditioned on a head this erase has
         // marked or buried. Its key is the copy's token: the erase's marker is written there
         // whether the frame is there yet or not, so a late copy of its PUT (conditional)
-        // finds the marker and writes nothing.
+        // finds the marker and writes nothing. (A held report never wrote a frame.)
         let tokens: std::collections::HashSet<String> =
             keys.iter().filter_map(|k| receipt_of(k)).map(|r| r.token).collect();
-        let mut frames: std::collections::BTreeSet<String> =
-            tokens.iter().map(|token| super::frames::Frames::key(workspace_id, call_id, token)).collect();
         // One listing of the call's frames (a listing per copy took an erase of a call holding
         // hundreds past its time, every time): frames of the earlier layout
         // (`<token>-<digest>`) of those copies, and frames written before this erase that
         // nothing may name, such as the frame of a send answered 503 (S3 took its frame, not
         // its pending copy). A frame written since (a send after the erase began) is left:
         // [`FRAME_SKEW`] covers clocks apart.
+        let mut listed = Vec::new();
         for (key, written) in self.objects_under(&format!("frames/{folder}")).await? {
             let older = written.is_some_and(|w| w + FRAME_SKEW.as_millis() as u64 <= before_ms);
             if older || tokens.contains(super::frames::Frames::token_of(&key)) {
-                frames.insert(key);
+                listed.push(key);
             }
         }
-        // Frames first: an erase cut short between the two finds the tokens again next time
-        // (the other way round, the frames of copies already deleted were never found).
-        super::bounded(frames.iter().map(|k| self.frames.erase(k))).await?;
-        super::bounded(keys.iter().map(|k| self.frames.delete(k))).await?;
-        Ok(keys.len() + frames.len())
+        super::bounded(listed.iter().map(|k| self.frames.erase(k))).await?;
+        // Each copy after its frame's marker: an erase cut short finds the token again next
+        // time, and each copy deleted is progress kept (a call holding a thousand copies is
+        // erased over several requests, not started over by each).
+        let with_marker = |k: &String| k.starts_with(PREFIX) || k.starts_with(FAILED_PREFIX);
+        super::bounded(keys.iter().map(|k| async move {
+            if let Some(receipt) = receipt_of(k).filter(|_| with_marker(k)) {
+                self.frames.erase(&super::frames::Frames::key(workspace_id, call_id, &receipt.token)).await?;
+            }
+            self.frames.delete(k).await
+        }))
+        .await?;
+        Ok(keys.len() + listed.len())
     }
 
     /// Every key under `prefix` of an object that holds something, in S3's order (a call's
