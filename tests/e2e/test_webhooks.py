@@ -377,3 +377,30 @@ def test_callctl_refuses_a_signing_key_file_others_may_read(stack, tmp_path):
     made = stack.ctl("webhook", "create", "--workspace", stack.dev["workspace_id"], "--provider", "retell",
                      "--signing-key-file", str(path))
     assert made["hook"]["provider"] == "retell", "the same file, its owner's only, is taken"
+
+
+def test_a_flood_of_reports_is_kept_not_refused_429(stack):
+    """Operation B answers a flood 429; a provider would not send those reports again, so
+    the webhook keeps them as pending (`accepted`) and commits them at the workspace's rate."""
+    ws = stack.ctl("workspace", "create", "--name", f"webhook-flood-{time.time_ns()}")["id"]
+    stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "agent_4d2c8e")
+    stack.ctl("workspace", "limit", "--id", ws, "--per-second", 1)
+    made = stack.ctl("webhook", "create", "--workspace", ws, "--provider", "vapi", "--api-url", stack.url,
+                     "--agent", "agent_4d2c8e")
+    from concurrent.futures import ThreadPoolExecutor
+    bodies = [fixture("vapi_voicemail", **{"vapi-call-voicemail-1": f"vapi-flood-{ws}-{i}"}) for i in range(24)]
+    with ThreadPoolExecutor(24) as pool:
+        answers = list(pool.map(lambda b: post(made["url"], b, sent_headers("vapi", made["secret"], b)), bodies))
+    assert all(a.status == 200 and a.body["status"] in ("stored", "accepted") for a in answers), answers
+    assert any(a.body["status"] == "accepted" for a in answers), "24 at once at 1 a second: some wait"
+
+
+def test_an_agent_id_past_any_limit_is_held_not_refused(stack):
+    """An agent id no agent can have (longer than DynamoDB's key allows) names no agent: the
+    report is held, not a 500."""
+    url, secret, hook_id = hook(stack, "retell", "key_retell_long_agent", agent=False)
+    body = fixture("retell_call_ended", call_7f3a9c2e1b="retell-long-agent")
+    body = body.replace(b'"agent_4d2c8e"', json.dumps("a" * 3000).encode())
+    answer = post(url, body, sent_headers("retell", secret, body))
+    assert answer.status == 200 and answer.body["status"] == "held", answer
+    assert [h["named"] for h in stack.ctl("webhook", "held", "--hook", hook_id)["held"]] == [None]

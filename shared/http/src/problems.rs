@@ -103,8 +103,13 @@ pub const UNSUPPORTED_ENCODING: ProblemKind = ProblemKind {
 };
 pub const RANGE_NOT_SATISFIABLE: ProblemKind =
     ProblemKind { status: 416, slug: "range-not-satisfiable", title: "Range not satisfiable", answered_by: encoded };
-pub const TOO_MANY_REQUESTS: ProblemKind =
-    ProblemKind { status: 429, slug: "too-many-requests", title: "Too many requests", answered_by: counted };
+pub const TOO_MANY_REQUESTS: ProblemKind = ProblemKind {
+    status: 429,
+    slug: "too-many-requests",
+    title: "Too many requests",
+    // A webhook over its workspace's rate is kept as pending: a provider does not retry a 429.
+    answered_by: |e| counted(e) && e != Endpoint::Webhook,
+};
 pub const BAD_ENCODING: ProblemKind =
     ProblemKind { status: 400, slug: "bad-encoding", title: "Body cannot be decompressed", answered_by: ingest };
 pub const INVALID_CURSOR: ProblemKind = ProblemKind {

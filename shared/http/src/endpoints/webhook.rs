@@ -56,6 +56,15 @@ const HOOK_ALONE_WITHIN: Duration = Duration::from_secs(5);
 /// SDK's 3 s attempt, so that a PUT whose reply is late is tried again (finding its own
 /// object), and inside Retell's 10 s.
 const KEEP_WITHIN: Duration = Duration::from_secs(6);
+/// The whole answer's bound, inside Retell's 10 s: S3 gets what is left of it (at least
+/// [`KEEP_AT_LEAST`]) after a wait for the hook.
+const ANSWER_BY: Duration = Duration::from_millis(9500);
+const KEEP_AT_LEAST: Duration = Duration::from_secs(2);
+/// How long KMS gets to open a hook's secret that this instance has not opened lately.
+const OPEN_WITHIN: Duration = Duration::from_secs(3);
+/// The longest agent id looked up (operation B's `agent_remote_identifier`): a longer one
+/// names no agent (and would pass DynamoDB's key size and S3's metadata limits).
+const MAX_AGENT_ID_CHARS: usize = 200;
 
 /// The answer to an event that is not a call.
 #[derive(Serialize)]
@@ -73,7 +82,8 @@ pub(crate) async fn answer(
     log: &mut RequestLog,
 ) -> Result<lambda_http::http::Response<Body>, Problem> {
     let received = now_ms();
-    let deadline = Instant::now() + ANSWER_WITHIN;
+    let started = Instant::now();
+    let deadline = started + ANSWER_WITHIN;
     let within = |cap: Duration| deadline.saturating_duration_since(Instant::now()).min(cap);
     let params = request.path_parameters();
     let provider = params.first("provider").and_then(Provider::parse);
@@ -87,7 +97,10 @@ pub(crate) async fn answer(
     let sealer = backend.sealer().ok_or_else(|| {
         storage_problem(call_ingest_store::calls::StoreError::Internal("no KMS client".into()), "hooks")
     })?;
-    let secrets = backend.directory().hook_secrets(sealer, &hook, received).await.map_err(directory_problem)?;
+    let secrets = tokio::time::timeout(OPEN_WITHIN, backend.directory().hook_secrets(sealer, &hook, received))
+        .await
+        .unwrap_or_else(|_| Err(StoreError::Unavailable("KMS did not open the hook's secret in time".into())))
+        .map_err(directory_problem)?;
     let secrets: Vec<&[u8]> = secrets.iter().map(Vec::as_slice).collect();
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
     signature::verify(provider, header, request.body().as_ref(), &secrets, received as i64, hook.secret_header())
@@ -100,8 +113,8 @@ pub(crate) async fn answer(
     // A counter that does not answer in time paces the report, as one that fails does.
     let pace = match tokio::time::timeout(within(READ_WITHIN), count).await.unwrap_or(Admission::Over) {
         Admission::Admitted => Pace::Now,
-        Admission::Over => Pace::Later,
-        Admission::Limited { retry_after_secs } => return Err(problems::too_many_requests(retry_after_secs)),
+        // A provider does not retry a 429: far over its rate, a report still waits in S3.
+        Admission::Over | Admission::Limited { .. } => Pace::Later,
     };
     let cap = backend.config.max_decompressed_bytes.min(MAX_PAYLOAD_BYTES);
     let body = checked?.decode(request.body().as_ref(), cap)?;
@@ -119,25 +132,26 @@ pub(crate) async fn answer(
     };
     let doc = providers::accept(provider, &mapped)?;
     let operation = Operation::ProviderWebhook(provider);
-    let named = mapped.agent.as_deref();
+    let named = mapped.agent.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= MAX_AGENT_ID_CHARS);
+    let keep = ANSWER_BY.saturating_sub(started.elapsed()).clamp(KEEP_AT_LEAST, KEEP_WITHIN);
     let agent = match backend.directory().report_agent(&hook, named, within(READ_WITHIN)).await {
         Ok(Some(agent)) => agent,
-        Ok(None) => return hold(backend, &hook, named, &doc, &body, received, "held", request_id, log).await,
-        Err(e @ StoreError::Internal(_)) => return Err(directory_problem(e)),
+        Ok(None) => return hold(backend, &hook, named, &doc, &body, (received, keep), "held", request_id, log).await,
         Err(e) => {
-            tracing::warn!(error = %e, "the report's agent could not be read in time; held");
-            return hold(backend, &hook, named, &doc, &body, received, "accepted", request_id, log).await;
+            // Unreadable now (slow, down, or refused): the report is kept all the same.
+            tracing::warn!(error = %e, "the report's agent could not be read; held");
+            return hold(backend, &hook, named, &doc, &body, (received, keep), "accepted", request_id, log).await;
         }
     };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    let wait = Wait { pace, commit: Some(within(ANSWER_WITHIN)), keep: KEEP_WITHIN };
+    let wait = Wait { pace, commit: Some(within(ANSWER_WITHIN)), keep };
     let reply: Reply = store_call(backend, owner, operation, wait, received, &doc, &body, log).await?;
     Ok(reply.respond(operation, request_id))
 }
 
 /// Keeps a report whose agent is not known now (`held/`, `calls::held`); answered 200 with
 /// `status`: `held` when no agent takes it yet, `accepted` when the directory could not
-/// say in time.
+/// say. `keep`: how long S3 gets.
 #[allow(clippy::too_many_arguments)]
 async fn hold(
     backend: &Backend,
@@ -145,7 +159,7 @@ async fn hold(
     named: Option<&str>,
     doc: &CallDocument,
     raw: &[u8],
-    received: u64,
+    (received, keep): (u64, Duration),
     status: &'static str,
     request_id: &str,
     log: &mut RequestLog,
@@ -160,7 +174,7 @@ async fn hold(
         operation: Operation::ProviderWebhook(hook.provider),
         call_id,
     };
-    let put = tokio::time::timeout(KEEP_WITHIN, backend.store().put_held(hold, raw, &receipt)).await;
+    let put = tokio::time::timeout(keep, backend.store().put_held(hold, raw, &receipt)).await;
     put.unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the report in time".into())))
         .map_err(failed)?;
     log.accepted = true;

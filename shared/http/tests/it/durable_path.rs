@@ -416,8 +416,9 @@ async fn an_erase_reaches_frames_no_item_names_written_before_it_and_a_late_one_
     let (_, raw) = testkit::small_call("unseen", "pending");
     let receipt = Receipt::new(now_ms()).unwrap();
     store.put_pending(owner, Operation::CreateCall, "unseen", &raw, &receipt).await.unwrap();
-    // S3's clock keeps seconds: the orphan is older than the erase by more than the skew.
-    tokio::time::sleep(Duration::from_millis(3200)).await;
+    // Older than the erase by more than a send may still be in flight (FRAME_SKEW, 20 s;
+    // S3's clock keeps seconds).
+    tokio::time::sleep(Duration::from_millis(21_200)).await;
     let first = post_status(&f, "unseen", "stored").await;
     let id = first.body["id"].as_u64().unwrap();
     store.erase_call(1, "unseen", id).await.unwrap();

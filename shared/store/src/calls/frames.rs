@@ -89,6 +89,8 @@ impl Frames {
         call_id: &str,
         received_ms: u64,
     ) -> Result<(), StoreError> {
+        let length = frame.len() as i64;
+        let digest = hex(&Sha256::digest(&frame)[..16]);
         let result = self
             .client
             .put_object()
@@ -100,13 +102,27 @@ impl Frames {
             .metadata("agent", hex(owner.agent_id.as_bytes()))
             .metadata("call-id", hex(call_id.as_bytes()))
             .metadata("received-ms", received_ms.to_string())
+            .metadata("digest", digest.clone())
             .body(ByteStream::from(frame))
             .send()
             .await;
         match result {
             Ok(_) => Ok(()),
-            // 412: the object exists, and holds these very bytes.
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(()),
+            // 412: the object exists: this submission's frame (or an erase's marker). The same
+            // bytes unless a deploy changed the pipeline between its direct write and its
+            // pending commit: then its items would describe other bytes than S3 holds, so the
+            // commit fails (and the copy, pending, reaches failed/ and its alarm) instead.
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => {
+                let head = self.client.head_object().bucket(&self.bucket).key(key).send().await;
+                let head = head.map_err(StoreError::from_sdk)?;
+                let theirs = head.metadata.as_ref().and_then(|m| m.get("digest"));
+                let same = head.content_length == Some(0) // an erase's marker
+                    || (head.content_length == Some(length) && theirs.is_none_or(|d| *d == digest));
+                match same {
+                    true => Ok(()),
+                    false => Err(StoreError::Internal(format!("frame {key} holds other bytes than this submission's"))),
+                }
+            }
             Err(e) => Err(s3_error(e)),
         }
     }

@@ -72,7 +72,7 @@ pub struct Release {
 #[derive(Debug, Default)]
 pub(super) struct HeldIndex(Mutex<HashMap<String, Held>>);
 
-/// More entries than this and the index starts over.
+/// The index holds at most this many reports' metadata.
 const MAX_INDEXED: usize = 100_000;
 
 impl Store {
@@ -101,6 +101,11 @@ impl Store {
         Ok(found.into_iter().flatten().collect())
     }
 
+    /// The keys of every held report.
+    async fn held_keys(&self) -> Result<Vec<String>, StoreError> {
+        self.keys_under(HELD_PREFIX).await
+    }
+
     /// The held report at `key` (its metadata from the index, else a HEAD); `None` when it
     /// is gone or its metadata is not ours.
     async fn held_at(&self, key: &str) -> Result<Option<Held>, StoreError> {
@@ -126,11 +131,11 @@ impl Store {
             })
         })();
         if let Some(held) = &held {
+            // Full, the index keeps what it has (a release then pays a HEAD for the others).
             let mut index = self.held_index.0.lock().unwrap_or_else(|p| p.into_inner());
-            if index.len() >= MAX_INDEXED {
-                index.clear();
+            if index.len() < MAX_INDEXED {
+                index.insert(key.to_owned(), held.clone());
             }
-            index.insert(key.to_owned(), held.clone());
         }
         Ok(held)
     }
@@ -151,11 +156,22 @@ impl Store {
         let mut release = Release::default();
         // One lookup per hook and named agent.
         let mut agents: HashMap<(String, Option<String>), Option<String>> = HashMap::new();
-        for held in self.held(None).await? {
-            if std::time::Instant::now() >= deadline {
+        // One report at a time, each metadata read (a HEAD when not indexed yet) and each
+        // lookup within the deadline: a release never holds up the sweep after it, and the
+        // index it builds makes the next one cheaper.
+        for key in self.held_keys().await? {
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
                 release.left += 1;
                 continue;
-            }
+            };
+            let held = match tokio::time::timeout(left, self.held_at(&key)).await {
+                Ok(Ok(Some(held))) => held,
+                Ok(Ok(None)) => continue,
+                Ok(Err(_)) | Err(_) => {
+                    release.left += 1;
+                    continue;
+                }
+            };
             if held.received_ms + HELD_FOR.as_millis() as u64 <= now_ms() {
                 tracing::error!(event = "held_expired", key = held.key, "held report found no agent within 30 days");
                 self.frames.move_object(&held.key, &format!("{FAILED_PREFIX}{}", strip(&held.key)), None).await?;
@@ -166,7 +182,10 @@ impl Store {
             let group = (held.hook_id.clone(), held.named.clone());
             let agent = match agents.get(&group) {
                 Some(agent) => agent.clone(),
-                None => match agent_of(held.clone()).await {
+                None => match tokio::time::timeout(left, agent_of(held.clone()))
+                    .await
+                    .unwrap_or_else(|_| Err(StoreError::Unavailable("the release ran out of time".into())))
+                {
                     Ok(agent) => agents.entry(group).or_insert(agent).clone(),
                     Err(e) => {
                         tracing::warn!(key = held.key, error = %e, "held report's agent unreadable; next sweep");

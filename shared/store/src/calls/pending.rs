@@ -57,10 +57,11 @@ pub const SINCE: &str = "since";
 /// Where pending submissions that cannot be committed are kept for an operator.
 pub const FAILED_PREFIX: &str = "failed/";
 
-/// How far apart S3's clock and ours may be: an erase removes the frames of its call written
-/// more than this before it began that nothing names (a frame written since may be a later
-/// send's). S3 and Lambda both keep NTP time, well within a second.
-const FRAME_SKEW: std::time::Duration = std::time::Duration::from_secs(2);
+/// An erase removes the frames of its call written more than this before it began that
+/// nothing names. A frame written since may be a send's still in flight, which may yet
+/// store a call over the erase's tombstone and name it: a direct write gives up after the
+/// store's 18 s deadline; S3 and Lambda keep NTP time, well within the 2 s more.
+const FRAME_SKEW: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Calls a sweep commits at once (as memory allows: [`MEMORY_BUDGET`]).
 pub const SWEEP_PARALLEL: usize = 16;
@@ -376,8 +377,8 @@ impl Store {
         // hundreds past its time, every time): frames of the earlier layout
         // (`<token>-<digest>`) of those copies, and frames written before this erase that
         // nothing may name, such as the frame of a send answered 503 (S3 took its frame, not
-        // its pending copy). A frame written since (a send after the erase began) is left:
-        // [`FRAME_SKEW`] covers clocks apart.
+        // its pending copy). A frame written since (a send still in flight) is left:
+        // [`FRAME_SKEW`].
         let mut listed = Vec::new();
         for (key, written) in self.objects_under(&format!("frames/{folder}")).await? {
             let older = written.is_some_and(|w| w + FRAME_SKEW.as_millis() as u64 <= before_ms);
