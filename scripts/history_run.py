@@ -592,13 +592,15 @@ def main():
     p.add_argument("--instances", type=int, default=8)
     p.add_argument("--horizon", type=float, default=HORIZON)
     p.add_argument("--save", help="write the history (requests and final state) to this JSON file")
+    p.add_argument("--log", help="write the local stack's log (every function's output) to this file")
     p.add_argument("--recheck", help="check a saved history again (no stack)")
     a = p.parse_args()
     if a.recheck:
         sys.exit(1 if recheck(a.recheck) else 0)
     from devstack.stack import Stack
 
-    with Stack(instances=a.instances) as stack:
+    log = open(a.log, "w") if a.log else None
+    with Stack(instances=a.instances, log=log) as stack:
         violations, _ = run(stack, a.seed, a.operations, a.seconds, a.workers, a.horizon, save=a.save)
     sys.exit(1 if violations else 0)
 

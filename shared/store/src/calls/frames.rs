@@ -80,7 +80,8 @@ impl Frames {
     }
 
     /// Writes `frame` at `key` unless an object is there already: the same bytes (one
-    /// submission's), or an erase's marker (the call was erased: nothing will name it).
+    /// submission's), or an erase's marker (the call was erased: nothing will name it). Its
+    /// digest goes in its metadata, for an operator comparing it with its items'.
     pub async fn put(
         &self,
         key: &str,
@@ -89,7 +90,6 @@ impl Frames {
         call_id: &str,
         received_ms: u64,
     ) -> Result<(), StoreError> {
-        let length = frame.len() as i64;
         let digest = hex(&Sha256::digest(&frame)[..16]);
         let result = self
             .client
@@ -108,21 +108,9 @@ impl Frames {
             .await;
         match result {
             Ok(_) => Ok(()),
-            // 412: the object exists: this submission's frame (or an erase's marker). The same
-            // bytes unless a deploy changed the pipeline between its direct write and its
-            // pending commit: then its items would describe other bytes than S3 holds, so the
-            // commit fails (and the copy, pending, reaches failed/ and its alarm) instead.
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => {
-                let head = self.client.head_object().bucket(&self.bucket).key(key).send().await;
-                let head = head.map_err(StoreError::from_sdk)?;
-                let theirs = head.metadata.as_ref().and_then(|m| m.get("digest"));
-                let same = head.content_length == Some(0) // an erase's marker
-                    || (head.content_length == Some(length) && theirs.is_none_or(|d| *d == digest));
-                match same {
-                    true => Ok(()),
-                    false => Err(StoreError::Internal(format!("frame {key} holds other bytes than this submission's"))),
-                }
-            }
+            // 412: the object exists: this submission's frame (one content: the pipeline is
+            // deterministic), or an erase's marker (then nothing will name it).
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(()),
             Err(e) => Err(s3_error(e)),
         }
     }
