@@ -339,26 +339,33 @@ async fn a_late_put_of_an_erased_frame_never_writes_its_content_back() {
     f.t.delete().await;
 }
 
+/// Call `call_id` stored, then `copies` sends of it pending (a busy client while its erase
+/// is stopped part-way): answers its id.
+async fn crowded(f: &TwoWorkspaces, call_id: &str, copies: usize) -> u64 {
+    use futures_util::stream::{self, StreamExt};
+    let id = post_status(f, call_id, "a").await.body["id"].as_u64().unwrap();
+    let agent = owner_agent(f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let (_, raw) = testkit::small_call(call_id, "waiting");
+    let store = f.backend.store();
+    stream::iter(0..copies)
+        .for_each_concurrent(8, |_| async {
+            let receipt = Receipt::now().unwrap();
+            store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt).await.unwrap();
+        })
+        .await;
+    id
+}
+
 /// A call whose erase stopped part-way gathers every send of it as pending (hundreds, from a
 /// busy client): the erase, sent again, still finishes, sending its deletes a few at a time
 /// (all at once they queued past the SDK's timeouts, and the erase answered 503 for ever;
 /// the history checker, seed 11).
 #[tokio::test]
 async fn an_erase_finishes_over_hundreds_of_pending_sends() {
-    use futures_util::stream::{self, StreamExt};
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
-    let first = post_status(&f, "crowded", "a").await;
-    let id = first.body["id"].as_u64().unwrap();
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let (_, raw) = testkit::small_call("crowded", "waiting");
+    let id = crowded(&f, "crowded", 300).await;
     let store = f.backend.store();
-    stream::iter(0..300)
-        .for_each_concurrent(8, |_| async {
-            let receipt = Receipt::now().unwrap();
-            store.put_pending(owner, Operation::CreateCall, "crowded", &raw, &receipt).await.unwrap();
-        })
-        .await;
     assert_eq!(pending(&f).await.len(), 300);
     store.erase_call(1, "crowded", id).await.expect("the erase finishes");
     assert_eq!(pending(&f).await, Vec::<String>::new());
@@ -371,20 +378,9 @@ async fn an_erase_finishes_over_hundreds_of_pending_sends() {
 /// deleted nothing, and the erase answered 503 for ever: the history checker, seed 31.)
 #[tokio::test]
 async fn an_erase_cut_short_keeps_the_copies_it_deleted() {
-    use futures_util::stream::{self, StreamExt};
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
-    let first = post_status(&f, "cut-short", "a").await;
-    let id = first.body["id"].as_u64().unwrap();
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let (_, raw) = testkit::small_call("cut-short", "waiting");
+    let id = crowded(&f, "cut-short", 200).await;
     let store = f.backend.store();
-    stream::iter(0..200)
-        .for_each_concurrent(8, |_| async {
-            let receipt = Receipt::now().unwrap();
-            store.put_pending(owner, Operation::CreateCall, "cut-short", &raw, &receipt).await.unwrap();
-        })
-        .await;
     // A slow S3: each marker's PUT answers 100 ms late, so the markers alone take longer
     // than the erase is given.
     f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 0.1, "times": 100_000}));
