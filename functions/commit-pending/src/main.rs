@@ -9,9 +9,9 @@
 //! - **the schedule** (EventBridge, every minute): a sweep commits every pending
 //!   submission left, oldest first, each workspace at the rate of its send budget, going
 //!   round while any is left, and starts no commit after 30 s of its 60 s timeout. It also catches what the queue lost or dead-lettered:
-//!   the object stays in S3 until it is committed. First it releases the webhook reports
-//!   held for want of an agent whose agent now exists (`calls::held`): they become pending
-//!   and are committed in the same run.
+//!   the object stays in S3 until it is committed. Alongside, it releases the webhook
+//!   reports held for want of an agent whose agent now exists (`calls::held`): they become
+//!   pending, and the queue commits them within seconds.
 
 mod queue;
 
@@ -63,16 +63,40 @@ async fn commit_batch(backend: &Backend, batch: Vec<queue::Message>, deadline: I
 
 /// How long the release of held reports may take of the sweep's budget.
 const RELEASE_BUDGET: Duration = Duration::from_secs(10);
+/// How soon a release that left reports (the directory or S3 failing) goes round again.
+const RELEASE_AGAIN: Duration = Duration::from_secs(2);
+
+/// Releases the held reports whose agent now exists, alongside the sweep: when the
+/// directory or S3 failed, again every [`RELEASE_AGAIN`] until `deadline`, so reports held
+/// during an outage are pending (and committed by the queue) within seconds of its end,
+/// not at a run after the sweep's. A release that fails leaves its reports for the next.
+async fn release(backend: &Backend, deadline: Instant) {
+    loop {
+        let left = match backend.release_held(deadline.min(Instant::now() + RELEASE_BUDGET)).await {
+            Ok(r) => {
+                if r != Default::default() {
+                    let (released, held, expired, left) = (r.released, r.held, r.expired, r.left);
+                    tracing::info!(released, held, expired, left, "release");
+                }
+                r.left
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "held reports not released; again shortly");
+                1
+            }
+        };
+        if left == 0 || Instant::now() + RELEASE_AGAIN >= deadline {
+            return;
+        }
+        tokio::time::sleep(RELEASE_AGAIN).await;
+    }
+}
 
 async fn sweep(backend: &Backend, started: Instant) -> Result<Value, Error> {
-    // A release that fails leaves its reports held for the next run; the sweep goes on.
-    match backend.release_held(started + RELEASE_BUDGET).await {
-        Ok(r) if r == Default::default() => {}
-        Ok(r) => tracing::info!(released = r.released, held = r.held, expired = r.expired, left = r.left, "release"),
-        Err(e) => tracing::warn!(error = %e, "held reports not released; next run"),
-    }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
-    let sweep = backend.sweep_pending(now, started + SWEEP_BUDGET).await?;
+    let (_, sweep) =
+        tokio::join!(release(backend, started + SWEEP_BUDGET), backend.sweep_pending(now, started + SWEEP_BUDGET));
+    let sweep = sweep?;
     if sweep != Default::default() {
         let ms = started.elapsed().as_millis() as u64;
         let (committed, erased, left) = (sweep.committed, sweep.erased, sweep.left);
