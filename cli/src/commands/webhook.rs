@@ -227,7 +227,7 @@ impl Command {
         let id = checked(hook)?;
         let hook = backend.directory().hook(id).await?.ok_or_else(|| anyhow!("no webhook hook {id:?}"))?;
         let held: Vec<_> =
-            backend.store().held(Some(hook.workspace_id)).await?.into_iter().filter(|h| h.hook_id == id).collect();
+            backend.store().held(hook.workspace_id).await?.into_iter().filter(|h| h.hook_id == id).collect();
         let value = json!({"hook": id, "held": held});
         out.show(&value, || {
             if held.is_empty() {

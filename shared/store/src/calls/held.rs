@@ -90,20 +90,11 @@ impl Store {
         self.put_copy(HELD_PREFIX, hold.workspace_id, hold.call_id, raw, receipt, metadata).await
     }
 
-    /// The reports held for `workspace_id` (every workspace's with `None`), oldest first per call.
-    pub async fn held(&self, workspace_id: Option<u64>) -> Result<Vec<Held>, StoreError> {
-        let prefix = match workspace_id {
-            Some(ws) => format!("{HELD_PREFIX}{ws}/"),
-            None => HELD_PREFIX.to_owned(),
-        };
-        let keys = self.keys_under(&prefix).await?;
+    /// The reports held for `workspace_id`, oldest first per call.
+    pub async fn held(&self, workspace_id: u64) -> Result<Vec<Held>, StoreError> {
+        let keys = self.keys_under(&format!("{HELD_PREFIX}{workspace_id}/")).await?;
         let found = super::bounded(keys.iter().map(|key| self.held_at(key))).await?;
         Ok(found.into_iter().flatten().collect())
-    }
-
-    /// The keys of every held report.
-    async fn held_keys(&self) -> Result<Vec<String>, StoreError> {
-        self.keys_under(HELD_PREFIX).await
     }
 
     /// The held report at `key` (its metadata from the index, else a HEAD); `None` when it
@@ -159,7 +150,7 @@ impl Store {
         // One report at a time, each metadata read (a HEAD when not indexed yet) and each
         // lookup within the deadline: a release never holds up the sweep after it, and the
         // index it builds makes the next one cheaper.
-        for key in self.held_keys().await? {
+        for key in self.keys_under(HELD_PREFIX).await? {
             let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
                 release.left += 1;
                 continue;
