@@ -23,8 +23,15 @@ use call_ingest_store::directory::AgentRef;
 /// made durable as pending and answered 202 is `backend.patience`'s: 4 s, or 750 ms on an
 /// instance whose last commit failed or was slow. With the pending write's own bound, the
 /// answer comes well inside the 10 s a one-shot client waits.
-/// How long S3 gets to take a pending submission before the answer is 503.
+/// How long S3 gets at least to take a pending submission before the answer is 503.
 const PENDING_BUDGET: Duration = Duration::from_millis(2500);
+/// The answer's bound from receipt, inside the 10 s a one-shot client waits (Tuner's
+/// pipecat SDK): S3 gets what is left of it for the pending copy, from [`PENDING_BUDGET`]
+/// to [`KEEP_WITHIN`]. That is past the SDK's 3 s attempt, so a PUT that S3 answers late
+/// or refuses (an outage of seconds) is tried again before the answer is 503; a 503 loses
+/// a one-shot client's call.
+const ANSWER_BY: Duration = Duration::from_secs(9);
+const KEEP_WITHIN: Duration = Duration::from_secs(6);
 
 /// A stored or accepted call, to answer with.
 pub(crate) struct Reply {
@@ -150,7 +157,7 @@ pub(crate) async fn process(
         }
     };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    let wait = Wait { pace, commit: None, keep: PENDING_BUDGET };
+    let wait = Wait { pace, commit: None, keep: PENDING_BUDGET, answer_by: Some(ANSWER_BY) };
     store_call(backend, owner, operation, wait, received, &doc, &body, log).await
 }
 
@@ -160,6 +167,8 @@ pub(crate) struct Wait {
     pub pace: Pace,
     pub commit: Option<Duration>,
     pub keep: Duration,
+    /// When set, S3 gets what is left of this bound from receipt, if more than `keep`.
+    pub answer_by: Option<Duration>,
 }
 
 /// Stores the call; its reply, or the problem storing it. When DynamoDB cannot commit it
@@ -174,7 +183,7 @@ pub(crate) async fn store_call(
     backend: &Backend,
     owner: Owner<'_>,
     operation: Operation,
-    Wait { pace, commit: within, keep }: Wait,
+    Wait { pace, commit: within, keep, answer_by }: Wait,
     received: u64,
     doc: &CallDocument,
     raw: &[u8],
@@ -202,7 +211,9 @@ pub(crate) async fn store_call(
         }
     };
     tracing::warn!(reason = %failed, "call not committed now; kept as pending");
-    let pending = tokio::time::timeout(keep, backend.store().put_pending(owner, operation, &call_id, raw, &receipt));
+    let elapsed = Duration::from_millis(call_ingest_store::calls::now_ms().saturating_sub(received));
+    let keep = answer_by.map_or(keep, |by| by.saturating_sub(elapsed).clamp(keep, KEEP_WITHIN.max(keep)));
+    let pending = keep_pending(keep, || backend.store().put_pending(owner, operation, &call_id, raw, &receipt));
     match pending.await {
         Ok(Ok(_)) => {
             log.accepted = true;
@@ -210,6 +221,31 @@ pub(crate) async fn store_call(
         }
         Ok(Err(e)) => Err(storage_problem(e, "the call could not be stored")),
         Err(_) => Err(storage_problem(failed, "the call could not be stored")),
+    }
+}
+
+/// Runs `put` (a pending copy's PUT, idempotent: its key is its submission's) until it
+/// succeeds, fails for good, or `keep` runs out (`Err(Elapsed)`), trying again after S3
+/// answered "unavailable": the SDK's own three attempts end within a second, and S3's
+/// outages last seconds.
+pub(crate) async fn keep_pending<F, Fut>(
+    keep: Duration,
+    mut put: F,
+) -> Result<Result<String, StoreError>, tokio::time::error::Elapsed>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<String, StoreError>>,
+{
+    let deadline = tokio::time::Instant::now() + keep;
+    let mut pause = Duration::from_millis(250);
+    loop {
+        match tokio::time::timeout_at(deadline, put()).await {
+            Ok(Err(StoreError::Unavailable(_))) if tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            other => return other,
+        }
     }
 }
 

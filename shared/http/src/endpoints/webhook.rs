@@ -144,7 +144,7 @@ pub(crate) async fn answer(
         }
     };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    let wait = Wait { pace, commit: Some(within(ANSWER_WITHIN)), keep };
+    let wait = Wait { pace, commit: Some(within(ANSWER_WITHIN)), keep, answer_by: None };
     let reply: Reply = store_call(backend, owner, operation, wait, received, &doc, &body, log).await?;
     Ok(reply.respond(operation, request_id))
 }
@@ -174,7 +174,7 @@ async fn hold(
         operation: Operation::ProviderWebhook(hook.provider),
         call_id,
     };
-    let put = tokio::time::timeout(keep, backend.store().put_held(hold, raw, &receipt)).await;
+    let put = super::ingest::keep_pending(keep, || backend.store().put_held(hold, raw, &receipt)).await;
     put.unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the report in time".into())))
         .map_err(failed)?;
     log.accepted = true;

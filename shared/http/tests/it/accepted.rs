@@ -111,6 +111,23 @@ async fn with_dynamodb_and_s3_both_down_the_answer_is_503_with_retry_after_and_n
     f.t.delete().await;
 }
 
+/// S3 refusing for a moment (SlowDown past the SDK's three attempts) while DynamoDB is down
+/// is ridden out: the pending copy is tried again until S3 takes it, inside a one-shot
+/// client's 10 s, and the answer is 202, not a 503 that loses the call.
+#[tokio::test]
+async fn with_dynamodb_down_a_moment_of_s3_refusals_is_ridden_out_and_the_call_accepted() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "slowdown", "times": 5}));
+    let started = Instant::now();
+    let a = post_b(&f, "s3-blip").await;
+    assert_eq!(a.status, 202, "{}", a.body);
+    assert!(started.elapsed() < Duration::from_secs(9), "answered within a one-shot client's patience");
+    f.t.clear_faults(&f.t.calls);
+    assert_eq!(pending(&f).await.len(), 1);
+    f.t.delete().await;
+}
+
 /// An erase wins: it deletes the call's pending submissions, and one it could not see (or a
 /// copy of one) that was received before it is dropped when committed, even after the call
 /// was stored anew.

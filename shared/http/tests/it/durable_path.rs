@@ -2,7 +2,9 @@
 //! each reproduced with the fault layer: a commit whose budget cannot be taken, a stale or
 //! late erase, content sent again after a pending detour, a direct write applied after its
 //! answer, a pending copy an erase drops, an erase stopped part-way, one clock for order,
-//! a sweep's listing pages, and how long tombstones and pending copies live.
+//! a sweep's listing pages, and how long tombstones and pending copies live; then what a
+//! second review found: a direct write landed after an erase, two erases at once, and
+//! replays ordered among pending sends.
 
 use std::time::{Duration, Instant};
 
@@ -423,5 +425,116 @@ async fn an_erase_reaches_frames_no_item_names_written_before_it_and_a_late_one_
     store.frames().put(&late, b"the late frame".to_vec().into(), owner, "unseen", receipt.received_ms).await.unwrap();
     let objects = f.t.objects().await;
     assert!(objects.is_empty(), "nothing of the erased call is left: {objects:?}");
+    f.t.delete().await;
+}
+
+/// A send received before an erase began, whose direct write reached DynamoDB after the
+/// erase finished (its answer had given up: 202) and created the call anew over the
+/// tombstone: its pending copy finds the erase came after it was received, and a call that
+/// is its own. It changes nothing; it must not blank the call's frame (a review of the
+/// durable path after the history runs: the call read 404 from then on).
+#[tokio::test]
+async fn a_pending_copy_whose_direct_write_landed_after_an_erase_keeps_the_call_it_created() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post(&f, &large_body("over-tomb", 6)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let body = large_body("over-tomb", 7);
+    let raw = serde_json::to_vec(&body).unwrap();
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
+    let receipt = Receipt::new(now_ms() - 3_000).unwrap();
+    let store = f.backend.store();
+    store.erase_call(1, "over-tomb", id).await.unwrap();
+    let stored = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await.unwrap();
+    assert!(stored.is_new());
+    store.put_pending(owner, Operation::CreateCall, "over-tomb", &raw, &receipt).await.unwrap();
+    let swept = sweep(&f).await;
+    assert_eq!((swept.erased, swept.left), (0, 0), "{swept:?}");
+    assert!(reads_as(&f, "over-tomb", &body).await, "the call its direct write created reads whole");
+    f.t.delete().await;
+}
+
+/// A replay that waited as pending (202) while different content was stored is committed
+/// after it: it replays what was current when it was received, so it is no revision (it
+/// was inserted below the head as one: a, b, a, b).
+#[tokio::test]
+async fn a_pending_replay_committed_after_newer_content_adds_no_revision() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    assert_eq!(post_status(&f, "late-replay", "a").await.status, 201);
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post_status(&f, "late-replay", "a").await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(post_status(&f, "late-replay", "b").await.status, 200);
+    let swept = sweep(&f).await;
+    assert_eq!(swept.left, 0, "{swept:?}");
+    assert_eq!(statuses(&f, "late-replay").await, ["a", "b"], "the replay is no revision");
+    f.t.delete().await;
+}
+
+/// A replay of the current content, received after a different send that waits as pending,
+/// is the last content received: the pending send goes below it when committed (it became
+/// current over the replay, though received before it).
+#[tokio::test]
+async fn a_replay_stays_current_over_a_pending_send_received_before_it() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    assert_eq!(post_status(&f, "replayed", "a").await.status, 201);
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post_status(&f, "replayed", "b").await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let replay = post_status(&f, "replayed", "a").await;
+    assert_eq!(replay.status, 200, "{}", replay.body);
+    let swept = sweep(&f).await;
+    assert_eq!(swept.left, 0, "{swept:?}");
+    assert_eq!(statuses(&f, "replayed").await, ["a", "b", "a"], "b kept below the replay's content");
+    f.t.delete().await;
+}
+
+/// Two erases of one call at once (a client's retry): the later marks the call with when it
+/// began, and the earlier, burying it, keeps that time on the tombstone. A send received
+/// between them is then dropped when committed, as the later erase deletes its copy. (With
+/// the earlier erase's own time on the tombstone, the send was stored as a new call; then the
+/// later erase, which had listed its copy, blanked that call's frame: it read 404 for good.)
+#[tokio::test]
+async fn two_erases_at_once_drop_the_send_received_between_them() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post(&f, &large_body("twice", 8)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    // Each erase marks the call, then its first listing of S3 is answered late: the
+    // earlier's after 1.5 s, the later's after 2.8 s, so the earlier buries the call first.
+    let listing = |seconds: f64| json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": seconds, "times": 1});
+    let tables = &f.t;
+    let fired = |rule: u64| async move {
+        while tables.fired(rule) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let held = f.t.fault(listing(1.5));
+    let earlier = store.erase_call(1, "twice", id);
+    let between = async {
+        fired(held).await;
+        let receipt = Receipt::new(now_ms()).unwrap();
+        let raw = serde_json::to_vec(&large_body("twice", 9)).unwrap();
+        store.put_pending(owner, Operation::CreateCall, "twice", &raw, &receipt).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        f.t.fault(listing(2.8));
+        let later = store.erase_call(1, "twice", id).await;
+        (receipt.received_ms, later)
+    };
+    let (earlier, (received, later)) = tokio::join!(earlier, between);
+    assert!(earlier.is_ok() && later.is_ok(), "{earlier:?} {later:?}");
+    let tombstone = store.raw_head(1, "twice").await.unwrap().expect("a tombstone");
+    let erased_at = call_ingest_store::calls::item::get_u64(&tombstone, "erased_at").unwrap();
+    assert!(erased_at > received, "the send between the erases is before the tombstone's time");
+    sweep(&f).await;
+    assert!(matches!(store.get_call(1, "twice", false).await, Ok(None)), "erased, and nothing stored over it");
+    assert_eq!(pending(&f).await, Vec::<String>::new());
     f.t.delete().await;
 }

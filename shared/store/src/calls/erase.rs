@@ -21,9 +21,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{
-    call_pk, get_s, get_u64, is_erasing, n, names_erased, s, Item, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD,
-};
+use super::item::{call_pk, get_s, get_u64, n, names_erased, s, Item, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD};
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
 
@@ -91,11 +89,19 @@ impl Store {
                 return Ok(Erased { items: removed + usize::from(buried) });
             }
             // Marked first: from here on readers find no call, whatever of it is left if
-            // this erase stops part-way; the next erase finishes it.
-            if !is_erasing(head) && !self.mark_erasing(&pk, head, id).await? {
-                tokio::time::sleep(backoff(round)).await;
-                continue;
-            }
+            // this erase stops part-way; the next erase finishes it. The mark holds when
+            // the latest erase under way began, and the tombstone keeps it: a pending send
+            // received before it is dropped when committed, as that erase deletes its copy
+            // (two erases at once, a client's retry: the earlier one's tombstone would let
+            // a send through whose copy the later one deletes, blanking the call it became).
+            let mark = match get_u64(head, ERASING) {
+                Some(at) if at >= began => at,
+                _ if self.mark_erasing(&pk, head, id, began).await? => began,
+                _ => {
+                    tokio::time::sleep(backoff(round)).await;
+                    continue;
+                }
+            };
             // Its pending submissions (accepted, not committed yet) go too, and copies kept
             // under failed/: the erase wins.
             self.delete_pending_of(workspace_id, call_id, began, &ERASED_COPIES).await?;
@@ -112,7 +118,7 @@ impl Store {
                 continue;
             }
             tried_head = true;
-            if self.bury(&pk, head, id, began).await? {
+            if self.bury(&pk, head, id, mark).await? {
                 // A pending copy set aside under failed/ after the listing above is gone too.
                 self.delete_pending_of(workspace_id, call_id, began, &ERASED_COPIES).await?;
                 return Ok(Erased { items: removed + 1 });
@@ -147,9 +153,10 @@ impl Store {
         }
     }
 
-    /// Marks `head` (call `id`, as read) as being erased, only while it is still that
-    /// revision of that call. Answers whether it is marked (false: it changed meanwhile).
-    async fn mark_erasing(&self, pk: &str, head: &Item, id: u64) -> Result<bool, StoreError> {
+    /// Marks `head` (call `id`, as read) as being erased by an erase that began at
+    /// `began`, only while it is still that revision of that call and no later erase marked
+    /// it. Answers whether it is marked (false: it changed meanwhile).
+    async fn mark_erasing(&self, pk: &str, head: &Item, id: u64, began: u64) -> Result<bool, StoreError> {
         let revision = get_u64(head, "revision").unwrap_or(1);
         let result = self
             .client
@@ -157,12 +164,14 @@ impl Store {
             .table_name(&self.table)
             .key("pk", s(pk))
             .key("sk", s(HEAD))
-            .update_expression("SET #erasing = :now")
-            .condition_expression("#id = :id AND #revision = :revision")
+            .update_expression("SET #erasing = :began")
+            .condition_expression(
+                "#id = :id AND #revision = :revision AND (attribute_not_exists(#erasing) OR #erasing < :began)",
+            )
             .expression_attribute_names("#erasing", ERASING)
             .expression_attribute_names("#id", "id")
             .expression_attribute_names("#revision", "revision")
-            .expression_attribute_values(":now", n(super::now_ms()))
+            .expression_attribute_values(":began", n(began))
             .expression_attribute_values(":id", n(id))
             .expression_attribute_values(":revision", n(revision))
             .send()
@@ -183,10 +192,12 @@ impl Store {
     /// whether the head is now buried: true also when the tombstone is there already (the
     /// reply to this request's own write was lost and the SDK's retry found it).
     ///
-    /// `erased_at` is when this erase began (or the head's own, if later): a pending copy
-    /// received before it is dropped when committed, as this erase deleted those it found;
-    /// one received since is a later submission and is committed over the tombstone.
-    async fn bury(&self, pk: &str, head: &Item, id: u64, began: u64) -> Result<bool, StoreError> {
+    /// `erased_at` is `mark`, when the latest erase under way began (or the head's own, if
+    /// later): a pending copy received before it is dropped when committed, as the erases
+    /// deleted those they found; one received since is a later submission and is committed
+    /// over the tombstone. Only while the mark is still `mark`: a later erase that marked
+    /// the head meanwhile moves the boundary, and this one reads the call again.
+    async fn bury(&self, pk: &str, head: &Item, id: u64, mark: u64) -> Result<bool, StoreError> {
         let revision = get_u64(head, "revision").unwrap_or(1);
         let mut erased: Vec<u64> = match head.get(ERASED_IDS) {
             Some(AttributeValue::Ns(ids)) => ids.iter().filter_map(|i| i.parse().ok()).collect(),
@@ -207,15 +218,17 @@ impl Store {
             .item("pk", s(pk))
             .item("sk", s(HEAD))
             .item(ERASED_IDS, AttributeValue::Ns(erased))
-            .item(ERASED_AT, n(began.max(super::item::erased_at(head))))
+            .item(ERASED_AT, n(mark.max(super::item::erased_at(head))))
             // Its own token: a create over it is conditioned on it being this tombstone.
             .item("submission", s(super::random_hex(8)?))
             .item(tables::TTL_ATTRIBUTE, n(expires))
-            .condition_expression("#id = :id AND #revision = :revision")
+            .condition_expression("#id = :id AND #revision = :revision AND #erasing = :mark")
             .expression_attribute_names("#id", "id")
             .expression_attribute_names("#revision", "revision")
+            .expression_attribute_names("#erasing", ERASING)
             .expression_attribute_values(":id", n(id))
             .expression_attribute_values(":revision", n(revision))
+            .expression_attribute_values(":mark", n(mark))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;

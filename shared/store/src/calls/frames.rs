@@ -9,7 +9,7 @@
 //! name the same object, and `If-None-Match: *` writes it once. Another submission of the
 //! same bytes (a call stored again after an erase) names another object, so a late or
 //! repeated delete of an erased call's frame can never reach a call stored after it. A
-//! replay that finds the head already holding its content writes nothing at all. An erase
+//! replay that finds the head already holding its content writes no object. An erase
 //! finds a call's objects from its items. The object carries the submission's identity as metadata (workspace, agent,
 //! provider call id, received time), so it can be committed or swept without DynamoDB.
 

@@ -44,6 +44,11 @@ pub fn is_erasing(head: &Item) -> bool {
 /// is dropped when committed (`pending`).
 pub const ERASED_AT: &str = "erased_at";
 
+/// On a head: when its content was last received again (a replay, which writes no
+/// revision), if after its own submission. Submissions are ordered by when they were
+/// received, and the replay is the last of them.
+pub const SEEN_AT: &str = "seen_at";
+
 /// When the last erase under `item`'s key happened; 0 when none did.
 pub fn erased_at(item: &Item) -> u64 {
     get_u64(item, ERASED_AT).unwrap_or(0)

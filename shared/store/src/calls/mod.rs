@@ -4,7 +4,9 @@
 //! head item with one conditional put; a replay with the same content (same agent and same
 //! normalised document) writes nothing; different content becomes the new head and the
 //! previous head is kept as a revision, in one transaction conditioned on the revision
-//! number, so racing submissions all end up stored, in some order.
+//! number, so racing submissions all end up stored, in some order. (A replay received after
+//! the head's own submission notes when, `seen_at`: one small update, so that a pending
+//! submission received before it and committed after it goes below the head.)
 //!
 //! Every head carries the token of the submission that wrote it, and its internal id: when
 //! DynamoDB applied a write whose reply was lost and the SDK retried it, the retry finds
@@ -73,6 +75,16 @@ struct Attempt<'a> {
     maybe_applied: bool,
     /// It found the call being erased, and waits.
     met_erase: bool,
+}
+
+/// What a call holds of a submission that may be stored already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// An item written by it.
+    Identity,
+    /// The content that was current when it was received: it replays it.
+    Replay,
+    Neither,
 }
 
 /// Who a call belongs to.
@@ -259,16 +271,32 @@ impl Store {
             // pending copy of an erased call writes none either.
             requests += 1;
             let found = self.item(&sub.pk, HEAD).await?;
-            if found.as_ref().is_some_and(erased_since) {
-                return Ok(None);
+            if let Some(item) = found.as_ref().filter(|item| erased_since(item)) {
+                return self.after_erase(sub, item, requests).await;
             }
             let head = found.filter(|item| !is_tombstone(item));
             if head.as_ref().is_some_and(is_erasing) {
                 // Being erased: no frame is written for a submission that must wait.
                 return Err(StoreError::Unavailable("the call is being erased".into()));
             }
-            if let Some(head) = head.as_ref().filter(|h| sub.same_content(h)) {
-                return unchanged(head, requests).map(Some);
+            let mut head = head;
+            for round in 0..MAX_ATTEMPTS {
+                let Some(same) = head.as_ref().filter(|h| sub.same_content(h)) else { break };
+                if let Some(stored) = self.replayed(sub, same, &mut requests).await? {
+                    return Ok(Some(stored));
+                }
+                // The head changed meanwhile: read it again.
+                tokio::time::sleep(backoff(round)).await;
+                requests += 1;
+                head = self.head(&sub.pk).await?;
+            }
+            if let (Path::Pending, Some(other)) = (path, head.as_ref()) {
+                // A pending copy the call holds already, or that replays what was current
+                // when it was received, writes no frame.
+                requests += 1;
+                if self.identity_or_replay(sub, other, true).await? != Found::Neither {
+                    return unchanged(other, requests).map(Some);
+                }
             }
             self.frames.put(key, frame.clone(), owner, call_id, received).await?;
             attempt.wrote_frame = true;
@@ -340,8 +368,8 @@ impl Store {
             };
             if erased_since(&head) {
                 // Created anew after an erase that came after this submission: the erase
-                // wins, and the new call is not this submission's.
-                return Ok(None);
+                // wins, unless the new call is this submission's own.
+                return self.after_erase(sub, &head, requests).await;
             }
             if is_erasing(&head) {
                 // An erase began and has not finished (it answered "try again"): neither a
@@ -356,7 +384,15 @@ impl Store {
                     let (id, revision) = id_and_revision(&head)?;
                     return Ok(Some(sub.stored(id, Outcome::Revised, revision, requests)));
                 }
-                return unchanged(&head, requests).map(Some);
+                match self.replayed(sub, &head, &mut requests).await? {
+                    Some(stored) => return Ok(Some(stored)),
+                    None => {
+                        tokio::time::sleep(backoff(round)).await;
+                        requests += 1;
+                        seen = Some(self.head(&sub.pk).await?);
+                        continue;
+                    }
+                }
             }
             if sub.kept_late(&head) {
                 // A replay of a provider's earlier event, already kept below the head.
@@ -365,9 +401,12 @@ impl Store {
             if path == Path::Pending || attempt.maybe_applied {
                 // This submission may be stored already (its direct write, applied after
                 // its answer said 202; an attempt whose reply was lost) under content that
-                // has changed since: stored once, it is never stored again.
+                // has changed since: stored once, it is never stored again. A pending one
+                // that replays the content current when it was received adds nothing either.
                 requests += 1;
-                if self.holds_identity(sub, Some(&head)).await? {
+                if self.identity_or_replay(sub, &head, path == Path::Pending).await? != Found::Neither {
+                    // A replay found here wrote its frame: left, as a rare orphan, since its
+                    // direct write may still land a revision naming it.
                     return unchanged(&head, requests).map(Some);
                 }
             }
@@ -377,7 +416,7 @@ impl Store {
             // whatever they find, and land in the order they commit. A later stage of the
             // provider's events wins over both: a pending `call_analyzed` committed after a
             // later `call_ended` still becomes current.
-            let received_later = path == Path::Pending && get_u64(&head, "updated_at").is_some_and(|at| at > received);
+            let received_later = path == Path::Pending && order_time(&head).is_some_and(|at| at > received);
             let newer_is_current = sub.outranked_by(&head) || (received_later && !sub.outranks(&head));
             let written = match newer_is_current {
                 // A submission received after this one is current (or a later stage of the
@@ -434,15 +473,66 @@ impl Store {
         if head.is_some_and(|h| sub.wrote(h) || sub.was_committed_before(h)) {
             return Ok(true);
         }
-        self.carries_token(&sub.pk, &sub.token).await
+        let items = self.query(&sub.pk, query::SortKeys::All, Some(&["sk", "submission"])).await?;
+        Ok(items.iter().any(|item| sub.wrote(item)))
     }
 
-    /// Whether an item of partition `pk` (the head or a revision) was written by the
-    /// submission `token`. Revisions never change once written, so one consistent query of
-    /// their keys and tokens answers it.
-    async fn carries_token(&self, pk: &str, token: &str) -> Result<bool, StoreError> {
-        let items = self.query(pk, query::SortKeys::All, Some(&["sk", "submission"])).await?;
-        Ok(items.iter().any(|item| item::get_s(item, "submission") == Some(token)))
+    /// Whether the call (its head `head` as read, or a revision) holds this submission
+    /// already; with `replays`, else whether the content current when it was received was
+    /// its own (a replay received before the head, committed after it: no new revision).
+    /// Revisions never change once written, so one consistent query of their keys, tokens,
+    /// digests and times answers both.
+    async fn identity_or_replay(&self, sub: &Submission, head: &Item, replays: bool) -> Result<Found, StoreError> {
+        if !replays {
+            return Ok(match self.holds_identity(sub, Some(head)).await? {
+                true => Found::Identity,
+                false => Found::Neither,
+            });
+        }
+        if sub.wrote(head) || sub.was_committed_before(head) {
+            return Ok(Found::Identity);
+        }
+        let fields = ["sk", "submission", "digest", "updated_at"];
+        let items = self.query(&sub.pk, query::SortKeys::All, Some(&fields)).await?;
+        if items.iter().any(|item| sub.wrote(item)) {
+            return Ok(Found::Identity);
+        }
+        // The content current at its receipt: the item last received at or before it.
+        let current_then = items
+            .iter()
+            .filter_map(|item| get_u64(item, "updated_at").filter(|at| *at <= sub.received_ms).map(|at| (at, item)))
+            .max_by_key(|(at, _)| *at);
+        Ok(match current_then.is_some_and(|(_, item)| sub.same_content(item)) {
+            true => Found::Replay,
+            false => Found::Neither,
+        })
+    }
+
+    /// A replay of the content of `head` (as read): it writes no revision, but it is the
+    /// last content received, noted on the head when later than the head's own receipt. A
+    /// submission received before it and committed after it (pending) then goes below the
+    /// head instead of over it. `None`: the head changed first; read it again.
+    async fn replayed(&self, sub: &Submission, head: &Item, requests: &mut u32) -> Result<Option<Stored>, StoreError> {
+        if order_time(head).is_some_and(|at| at < sub.received_ms) {
+            *requests += 1;
+            if !self.note_replay(&sub.pk, head, sub.received_ms).await? {
+                return Ok(None);
+            }
+        }
+        unchanged(head, *requests).map(Some)
+    }
+
+    /// A pending submission received before the erase that `item` records (its tombstone,
+    /// or a call created anew since, which carries the erase's time): the erase wins and
+    /// the submission is dropped (`None`), unless the call holds it already. Its own direct
+    /// write, applied after its answer said 202, may have created or revised the call after
+    /// the erase: then it is stored, and its frame is the call's (dropping it would blank
+    /// the frame and leave the call unreadable).
+    async fn after_erase(&self, sub: &Submission, item: &Item, requests: u32) -> Result<Option<Stored>, StoreError> {
+        if is_tombstone(item) || !self.holds_identity(sub, Some(item)).await? {
+            return Ok(None);
+        }
+        unchanged(item, requests + 1).map(Some)
     }
 
     /// The head item, read consistently; `None` when there is none, or an erase's
@@ -484,6 +574,12 @@ impl Submission {
 /// Only a submission committed later (with a received time) can be dropped.
 fn dropped() -> StoreError {
     StoreError::Internal("a submission without a received time was dropped".into())
+}
+
+/// When the head's content was last received: its submission's receipt, or a later replay's.
+fn order_time(head: &Item) -> Option<u64> {
+    let seen = get_u64(head, item::SEEN_AT);
+    get_u64(head, "updated_at").map(|at| seen.map_or(at, |seen| seen.max(at)))
 }
 
 fn unchanged(head: &Item, requests: u32) -> Result<Stored, StoreError> {

@@ -4,10 +4,12 @@
 //! head, the submission is kept as a revision and the head's content stays current
 //! ([`Store::insert_late`]). Revision numbers never change once given.
 
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_AT, ERASED_IDS};
+use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_AT, ERASED_IDS, SEEN_AT};
 use super::submission::{add_committed, id_and_revision, tokens, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
@@ -67,6 +69,46 @@ impl Store {
         self.write_revision(items, id, revision + 1, bytes).await
     }
 
+    /// Notes on the head `old` (as read) that its content was received again at `received`
+    /// (a replay): a pending submission received before the replay, committed after it, is
+    /// then kept below the head instead of over it. `false`: the head changed first (or
+    /// another transaction held it); read it again.
+    pub(super) async fn note_replay(&self, pk: &str, old: &Item, received: u64) -> Result<bool, StoreError> {
+        let (id, revision) = id_and_revision(old)?;
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(super::item::HEAD))
+            .update_expression("SET #seen = :received")
+            .expression_attribute_names("#seen", SEEN_AT)
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#revision", "revision")
+            .expression_attribute_names("#erasing", super::item::ERASING)
+            .expression_attribute_values(":received", n(received))
+            .expression_attribute_values(":id", n(id))
+            .expression_attribute_values(":revision", n(revision));
+        let condition = "#id = :id AND #revision = :revision AND attribute_not_exists(#erasing) \
+                         AND (attribute_not_exists(#seen) OR #seen < :received)";
+        update = match get_s(old, "submission") {
+            Some(token) => update
+                .condition_expression(format!("{condition} AND #submission = :token"))
+                .expression_attribute_names("#submission", "submission")
+                .expression_attribute_values(":token", s(token)),
+            None => update.condition_expression(condition),
+        };
+        match update.send().await {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se)) => match se.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(_)
+                | UpdateItemError::TransactionConflictException(_) => Ok(false),
+                other => Err(StoreError::from_service(&other)),
+            },
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
+
     /// Runs the transaction that writes `revision` of call `id`; `Ok(None)` when the head
     /// changed first (or another transaction held it).
     async fn write_revision(
@@ -101,15 +143,24 @@ impl Store {
         // deleting, and a new head would drop the mark and make the erased content a
         // readable revision again.
         let put = put.expression_attribute_names("#erasing", super::item::ERASING);
+        // Nor over a replay noted since it was read: the replay came later, and a pending
+        // submission received before it would become current (or its note be dropped).
+        let put = put.expression_attribute_names("#replayed", SEEN_AT);
+        let (put, replayed) = match old.get(SEEN_AT) {
+            Some(at) => (put.expression_attribute_values(":replayed", at.clone()), "#replayed = :replayed"),
+            None => (put, "attribute_not_exists(#replayed)"),
+        };
         let put = match get_s(old, "submission") {
             Some(token) => put
-                .condition_expression(
-                    "#revision = :seen AND #id = :id AND #submission = :token AND attribute_not_exists(#erasing)",
-                )
+                .condition_expression(format!(
+                    "#revision = :seen AND #id = :id AND #submission = :token AND attribute_not_exists(#erasing) \
+                     AND {replayed}"
+                ))
                 .expression_attribute_values(":token", s(token)),
-            None => put.condition_expression(
-                "#revision = :seen AND #id = :id AND attribute_not_exists(#submission) AND attribute_not_exists(#erasing)",
-            ),
+            None => put.condition_expression(format!(
+                "#revision = :seen AND #id = :id AND attribute_not_exists(#submission) \
+                 AND attribute_not_exists(#erasing) AND {replayed}"
+            )),
         };
         Ok(put.build()?)
     }
@@ -119,7 +170,7 @@ impl Store {
 /// and only they guard erased ids and carry the committed tokens.
 fn as_revision(mut item: Item, revision: u64) -> Item {
     item.insert("sk".into(), s(revision_sk(revision)));
-    for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING]) {
+    for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING, &SEEN_AT]) {
         item.remove(*key);
     }
     item

@@ -62,7 +62,7 @@ async fn same_call_id_in_two_workspaces_is_two_calls() {
 }
 
 #[tokio::test]
-async fn identical_replay_writes_nothing_and_costs_one_request() {
+async fn identical_replay_writes_no_revision_and_notes_only_when_it_came() {
     let t = Tables::new().await;
     let store = store(&t);
     let (doc, raw) = small_call("replay-1", "same");
@@ -75,9 +75,14 @@ async fn identical_replay_writes_nothing_and_costs_one_request() {
     let doc2 = ingest(Operation::CreateCall, &raw2).unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     let again = store.put_call(OWNER, &doc2, &raw2).await.unwrap();
-    assert_eq!((again.id, again.outcome, again.requests, again.bytes_written), (first.id, Outcome::Unchanged, 1, 0));
-    let after = store.raw_head(1, "replay-1").await.unwrap().unwrap();
-    assert_eq!(before, after, "the head item is untouched (same updated_at, same body)");
+    // The conditional put finds the head, then one small update notes the replay's receipt
+    // (a pending send received before it must not become current over it).
+    assert_eq!((again.id, again.outcome, again.requests, again.bytes_written), (first.id, Outcome::Unchanged, 2, 0));
+    let mut after = store.raw_head(1, "replay-1").await.unwrap().unwrap();
+    let seen = item::get_u64(&after, item::SEEN_AT).expect("the replay's receipt");
+    assert!(seen > item::get_u64(&before, "updated_at").unwrap());
+    after.remove(item::SEEN_AT);
+    assert_eq!(before, after, "nothing else of the head changes (same updated_at, same body)");
     t.delete().await;
 }
 
@@ -196,9 +201,9 @@ async fn a_largest_call_is_kept_in_s3_and_reads_back_equal() {
     assert_eq!(call.current.raw, raw, "raw body byte for byte");
     assert_eq!(call.current.document_value(), serde_json::to_value(&doc).unwrap(), "document field for field");
     let items = t.scan(&t.calls).await;
-    // A replay of a large call reads the head once and writes nothing.
+    // A replay of a large call reads the head once, writes no object and notes its receipt.
     let again = store.put_call(OWNER, &doc, &raw).await.unwrap();
-    assert_eq!((again.outcome, again.requests), (Outcome::Unchanged, 1));
+    assert_eq!((again.outcome, again.requests), (Outcome::Unchanged, 2));
     assert_eq!(t.objects().await, vec![key], "a replay writes no second object");
     let by_id = store.get_call_by_id(stored.id, false).await.unwrap().unwrap();
     assert_eq!(by_id.call_id, doc.call_id());
