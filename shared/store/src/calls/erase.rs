@@ -18,7 +18,6 @@ use std::time::Duration;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{call_pk, get_s, get_u64, n, names_erased, s, Item, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD};
@@ -176,15 +175,7 @@ impl Store {
             .expression_attribute_values(":revision", n(revision))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se)) => match se.into_err() {
-                UpdateItemError::ConditionalCheckFailedException(_)
-                | UpdateItemError::TransactionConflictException(_) => Ok(false),
-                other => Err(StoreError::from_service(&other)),
-            },
-            Err(e) => Err(StoreError::from_sdk(e)),
-        }
+        super::error::updated(result)
     }
 
     /// Replaces `head` (call `id`, as read) by a tombstone that names `id` with the ids

@@ -3,6 +3,7 @@
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 
 /// What went wrong while storing or reading.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +90,21 @@ pub enum Transaction {
     /// Another transaction held an item (`TransactionConflict`): nothing was applied; the
     /// same transaction may succeed in a moment.
     Conflict,
+}
+
+/// Whether a conditional UpdateItem was applied: `false` when its condition failed or a
+/// transaction held the item (read it again); other errors sorted as [`StoreError::from_sdk`].
+pub fn updated<T>(result: Result<T, SdkError<UpdateItemError, HttpResponse>>) -> Result<bool, StoreError> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(se)) => match se.into_err() {
+            UpdateItemError::ConditionalCheckFailedException(_) | UpdateItemError::TransactionConflictException(_) => {
+                Ok(false)
+            }
+            other => Err(StoreError::from_service(&other)),
+        },
+        Err(e) => Err(StoreError::from_sdk(e)),
+    }
 }
 
 /// Sorts a `TransactWriteItems` error: a cancellation for a condition or a conflict is an

@@ -4,8 +4,6 @@
 //! head, the submission is kept as a revision and the head's content stays current
 //! ([`Store::insert_late`]). Revision numbers never change once given.
 
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
@@ -98,15 +96,7 @@ impl Store {
                 .expression_attribute_values(":token", s(token)),
             None => update.condition_expression(condition),
         };
-        match update.send().await {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se)) => match se.into_err() {
-                UpdateItemError::ConditionalCheckFailedException(_)
-                | UpdateItemError::TransactionConflictException(_) => Ok(false),
-                other => Err(StoreError::from_service(&other)),
-            },
-            Err(e) => Err(StoreError::from_sdk(e)),
-        }
+        super::error::updated(update.send().await)
     }
 
     /// Runs the transaction that writes `revision` of call `id`; `Ok(None)` when the head
