@@ -294,7 +294,7 @@ impl Store {
                 // A pending copy the call holds already, or that replays what was current
                 // when it was received, writes no frame.
                 requests += 1;
-                if self.identity_or_replay(sub, other, true).await? != Found::Neither {
+                if self.identity_or_replay(sub, Some(other), true).await? != Found::Neither {
                     return unchanged(other, requests).map(Some);
                 }
             }
@@ -404,7 +404,7 @@ impl Store {
                 // has changed since: stored once, it is never stored again. A pending one
                 // that replays the content current when it was received adds nothing either.
                 requests += 1;
-                if self.identity_or_replay(sub, &head, path == Path::Pending).await? != Found::Neither {
+                if self.identity_or_replay(sub, Some(&head), path == Path::Pending).await? != Found::Neither {
                     // A replay found here wrote its frame: left, as a rare orphan, since its
                     // direct write may still land a revision naming it.
                     return unchanged(&head, requests).map(Some);
@@ -470,30 +470,28 @@ impl Store {
     /// Whether an item of the call (the head `head` as read, else read now, or a revision)
     /// carries this submission's identity: it is stored already.
     async fn holds_identity(&self, sub: &Submission, head: Option<&Item>) -> Result<bool, StoreError> {
-        if head.is_some_and(|h| sub.wrote(h) || sub.was_committed_before(h)) {
-            return Ok(true);
-        }
-        let items = self.query(&sub.pk, query::SortKeys::All, Some(&["sk", "submission"])).await?;
-        Ok(items.iter().any(|item| sub.wrote(item)))
+        Ok(self.identity_or_replay(sub, head, false).await? == Found::Identity)
     }
 
-    /// Whether the call (its head `head` as read, or a revision) holds this submission
-    /// already; with `replays`, else whether the content current when it was received was
-    /// its own (a replay received before the head, committed after it: no new revision).
-    /// Revisions never change once written, so one consistent query of their keys, tokens,
-    /// digests and times answers both.
-    async fn identity_or_replay(&self, sub: &Submission, head: &Item, replays: bool) -> Result<Found, StoreError> {
-        if !replays {
-            return Ok(match self.holds_identity(sub, Some(head)).await? {
-                true => Found::Identity,
-                false => Found::Neither,
-            });
-        }
-        if sub.wrote(head) || sub.was_committed_before(head) {
+    /// Whether the call (its head `head` as read, else read now, or a revision) holds this
+    /// submission already; with `replays`, else whether the content current when it was
+    /// received was its own (a replay received before the head, committed after it: no new
+    /// revision). Revisions never change once written, so one consistent query of their
+    /// keys and tokens (and digests and times) answers both.
+    async fn identity_or_replay(
+        &self,
+        sub: &Submission,
+        head: Option<&Item>,
+        replays: bool,
+    ) -> Result<Found, StoreError> {
+        if head.is_some_and(|h| sub.wrote(h) || sub.was_committed_before(h)) {
             return Ok(Found::Identity);
         }
-        let fields = ["sk", "submission", "digest", "updated_at"];
-        let items = self.query(&sub.pk, query::SortKeys::All, Some(&fields)).await?;
+        let fields: &[&str] = match replays {
+            true => &["sk", "submission", "digest", "updated_at"],
+            false => &["sk", "submission"],
+        };
+        let items = self.query(&sub.pk, query::SortKeys::All, Some(fields)).await?;
         if items.iter().any(|item| sub.wrote(item)) {
             return Ok(Found::Identity);
         }
@@ -502,7 +500,7 @@ impl Store {
             .iter()
             .filter_map(|item| get_u64(item, "updated_at").filter(|at| *at <= sub.received_ms).map(|at| (at, item)))
             .max_by_key(|(at, _)| *at);
-        Ok(match current_then.is_some_and(|(_, item)| sub.same_content(item)) {
+        Ok(match replays && current_then.is_some_and(|(_, item)| sub.same_content(item)) {
             true => Found::Replay,
             false => Found::Neither,
         })
