@@ -493,6 +493,32 @@ async fn a_replay_stays_current_over_a_pending_send_received_before_it() {
     f.t.delete().await;
 }
 
+/// The same content sent again after the call went a, b (pending, kept below a replay of a),
+/// a: it is new content again, whatever older revision holds the same bytes (a pending copy
+/// was judged against the revision last received before it, b, and dropped as a replay).
+#[tokio::test]
+async fn content_sent_again_after_a_replay_went_over_it_is_stored_again() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let pending_status = |status: &'static str| {
+        let f = &f;
+        async move {
+            f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+            assert_eq!(post_status(f, "flip-flop", status).await.status, 202);
+            f.t.clear_faults(&f.t.calls);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    assert_eq!(post_status(&f, "flip-flop", "a").await.status, 201);
+    pending_status("b").await;
+    assert_eq!(post_status(&f, "flip-flop", "a").await.status, 200);
+    assert_eq!(sweep(&f).await.left, 0);
+    assert_eq!(statuses(&f, "flip-flop").await, ["a", "b", "a"]);
+    pending_status("b").await;
+    assert_eq!(sweep(&f).await.left, 0);
+    assert_eq!(statuses(&f, "flip-flop").await, ["a", "b", "a", "b"], "b again is new content, and current");
+    f.t.delete().await;
+}
+
 /// Two erases of one call at once (a client's retry): the later marks the call with when it
 /// began, and the earlier, burying it, keeps that time on the tombstone. A send received
 /// between them is then dropped when committed, as the later erase deletes its copy. (With

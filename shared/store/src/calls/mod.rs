@@ -500,7 +500,12 @@ impl Store {
             .iter()
             .filter_map(|item| get_u64(item, "updated_at").filter(|at| *at <= sub.received_ms).map(|at| (at, item)))
             .max_by_key(|(at, _)| *at);
-        Ok(match replays && current_then.is_some_and(|(_, item)| sub.same_content(item)) {
+        // Only a copy received before the head's content was last received can replay older
+        // content: receipt times do not rise with revisions (a late insert keeps the old
+        // head's time, direct writes land in the order they commit), so a later copy is
+        // judged against the head alone, whose content it does not have.
+        let before_head = head.and_then(order_time).is_some_and(|at| sub.received_ms < at);
+        Ok(match replays && before_head && current_then.is_some_and(|(_, item)| sub.same_content(item)) {
             true => Found::Replay,
             false => Found::Neither,
         })
