@@ -3,8 +3,8 @@
 //! late erase, content sent again after a pending detour, a direct write applied after its
 //! answer, a pending copy an erase drops, an erase stopped part-way, one clock for order,
 //! a sweep's listing pages, and how long tombstones and pending copies live; then what a
-//! second review found: a direct write landed after an erase, two erases at once, and
-//! replays ordered among pending sends.
+//! second review found: a direct write landed after an erase, two erases at once, replays
+//! ordered among pending sends, and a send an erase removed though received after it began.
 
 use std::time::{Duration, Instant};
 
@@ -561,6 +561,48 @@ async fn two_erases_at_once_drop_the_send_received_between_them() {
     assert!(erased_at > received, "the send between the erases is before the tombstone's time");
     sweep(&f).await;
     assert!(matches!(store.get_call(1, "twice", false).await, Ok(None)), "erased, and nothing stored over it");
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}
+
+/// A send received after an erase began, whose direct write landed before the erase marked
+/// the call (the erase read the call first, then found the new revision and erased it
+/// too): its pending copy, received after the erase began, is of content the erase
+/// removed. It is dropped when committed, as the tombstone's time is the latest receipt the
+/// erase removed. (With the erase's own start on the tombstone, the copy was committed over
+/// it as a new call whose frame the erase had blanked: the call read 404 for good.)
+#[tokio::test]
+async fn a_send_the_erase_removed_is_not_committed_again_by_its_pending_copy() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post(&f, &large_body("removed", 10)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    // The erase's first reading of the call is answered 1.5 s late: the send lands meanwhile.
+    let held = f.t.fault(json!({"service": "dynamodb", "op": "Query", "fault": "delay", "seconds": 1.5, "times": 1}));
+    let erase = store.erase_call(1, "removed", id);
+    let send = async {
+        while f.t.fired(held) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let raw = serde_json::to_vec(&large_body("removed", 11)).unwrap();
+        let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
+        let receipt = Receipt::new(now_ms()).unwrap();
+        // Its answer gave up (202): the copy is kept, and the direct write lands anyway.
+        store.put_pending(owner, Operation::CreateCall, "removed", &raw, &receipt).await.unwrap();
+        store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await.unwrap()
+    };
+    let (erased, stored) = tokio::join!(erase, send);
+    assert!(erased.is_ok(), "{erased:?}");
+    assert_eq!(stored.revision, 2, "the send landed as a revision before the erase marked the call");
+    let swept = sweep(&f).await;
+    assert_eq!(swept.committed, 0, "the copy is deleted or dropped: {swept:?}");
+    let head = store.raw_head(1, "removed").await.unwrap().expect("a tombstone");
+    assert!(call_ingest_store::calls::item::is_tombstone(&head), "nothing stored over the erase: {head:?}");
+    assert!(matches!(store.get_call(1, "removed", false).await, Ok(None)));
     assert_eq!(pending(&f).await, Vec::<String>::new());
     f.t.delete().await;
 }

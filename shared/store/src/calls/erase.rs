@@ -20,7 +20,9 @@ use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{call_pk, get_s, get_u64, n, names_erased, s, Item, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD};
+use super::item::{
+    call_pk, get_s, get_u64, n, names_erased, s, Item, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD, SEEN_AT,
+};
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
 
@@ -75,7 +77,18 @@ impl Store {
                 .query(
                     &pk,
                     SortKeys::All,
-                    Some(&["pk", "sk", "id", "revision", "submission", FRAME_KEY, ERASING, ERASED_IDS]),
+                    Some(&[
+                        "pk",
+                        "sk",
+                        "id",
+                        "revision",
+                        "submission",
+                        "updated_at",
+                        SEEN_AT,
+                        FRAME_KEY,
+                        ERASING,
+                        ERASED_IDS,
+                    ]),
                 )
                 .await?;
             let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some(HEAD)) else {
@@ -101,9 +114,18 @@ impl Store {
                     continue;
                 }
             };
+            // The erase removes everything received up to its start, and every revision it
+            // read, even one received since (a send whose direct write landed before the
+            // mark): a copy of that send, pending, must go with it, not be committed over
+            // the tombstone as a new call whose frame this erase blanks.
+            let upto = items
+                .iter()
+                .flat_map(|i| [get_u64(i, "updated_at"), get_u64(i, SEEN_AT)])
+                .flatten()
+                .fold(mark, u64::max);
             // Its pending submissions (accepted, not committed yet) go too, and copies kept
             // under failed/: the erase wins.
-            self.delete_pending_of(workspace_id, call_id, began, &ERASED_COPIES).await?;
+            self.delete_pending_of(workspace_id, call_id, upto + 1, &ERASED_COPIES).await?;
             let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
             super::bounded(frames.map(|key| self.frames.erase(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
@@ -117,9 +139,9 @@ impl Store {
                 continue;
             }
             tried_head = true;
-            if self.bury(&pk, head, id, mark).await? {
+            if self.bury(&pk, head, id, mark, upto).await? {
                 // A pending copy set aside under failed/ after the listing above is gone too.
-                self.delete_pending_of(workspace_id, call_id, began, &ERASED_COPIES).await?;
+                self.delete_pending_of(workspace_id, call_id, upto + 1, &ERASED_COPIES).await?;
                 return Ok(Erased { items: removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;
@@ -183,12 +205,13 @@ impl Store {
     /// whether the head is now buried: true also when the tombstone is there already (the
     /// reply to this request's own write was lost and the SDK's retry found it).
     ///
-    /// `erased_at` is `mark`, when the latest erase under way began (or the head's own, if
-    /// later): a pending copy received before it is dropped when committed, as the erases
-    /// deleted those they found; one received since is a later submission and is committed
-    /// over the tombstone. Only while the mark is still `mark`: a later erase that marked
-    /// the head meanwhile moves the boundary, and this one reads the call again.
-    async fn bury(&self, pk: &str, head: &Item, id: u64, mark: u64) -> Result<bool, StoreError> {
+    /// `erased_at` is `upto`: when the latest erase under way began (`mark`), or the latest
+    /// receipt of what this one removed, if later (or the head's own, if later still): a
+    /// pending copy received up to then is dropped when committed, as the erases deleted
+    /// those they found; one received since is a later submission and is committed over the
+    /// tombstone. Only while the mark is still `mark`: a later erase that marked the head
+    /// meanwhile moves the boundary, and this one reads the call again.
+    async fn bury(&self, pk: &str, head: &Item, id: u64, mark: u64, upto: u64) -> Result<bool, StoreError> {
         let revision = get_u64(head, "revision").unwrap_or(1);
         let mut erased: Vec<u64> = match head.get(ERASED_IDS) {
             Some(AttributeValue::Ns(ids)) => ids.iter().filter_map(|i| i.parse().ok()).collect(),
@@ -209,7 +232,7 @@ impl Store {
             .item("pk", s(pk))
             .item("sk", s(HEAD))
             .item(ERASED_IDS, AttributeValue::Ns(erased))
-            .item(ERASED_AT, n(mark.max(super::item::erased_at(head))))
+            .item(ERASED_AT, n(upto.max(super::item::erased_at(head))))
             // Its own token: a create over it is conditioned on it being this tombstone.
             .item("submission", s(super::random_hex(8)?))
             .item(tables::TTL_ATTRIBUTE, n(expires))
