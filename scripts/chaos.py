@@ -605,8 +605,10 @@ def main():
     p.add_argument("--one-shot", type=int, default=4, help="one-shot clients alongside the retrying ones")
     p.add_argument("--operations", type=int, default=history_run.OPERATIONS,
                    help="the history phase's requests at most (it also stops after --seconds)")
+    p.add_argument("--log", help="keep the stack's log (the functions' and the fault layer's) in this file")
     a = p.parse_args()
-    with Stack(instances=a.instances) as stack:
+    log = open(a.log, "w") if a.log else None
+    with Stack(instances=a.instances, log=log) as stack:
         report, _ = run(stack, a.seconds, a.seed, a.workers, phases=a.phases.split(","), one_shot=a.one_shot,
                         operations=a.operations)
     sys.exit(1 if any(report[k] for k in BROKEN) else 0)

@@ -139,70 +139,127 @@ impl Store {
     /// the agent in its metadata), and sets aside under `failed/` those held past
     /// [`HELD_FOR`]. `agent_of(held)` answers the agent's id, `None` while there is none.
     /// Stops starting work at `deadline`.
+    ///
+    /// A call's reports go in the order they were received, [`RELEASE_PARALLEL`] calls at
+    /// once: an outage of the directory holds every report it meets, and one at a time
+    /// (three S3 requests each) a release of 500 took 80 s, past the minute in which a
+    /// report kept during an outage must be committed once it ends.
     pub async fn release_held<F, Fut>(&self, deadline: std::time::Instant, agent_of: F) -> Result<Release, StoreError>
     where
         F: Fn(Held) -> Fut,
         Fut: std::future::Future<Output = Result<Option<String>, StoreError>>,
     {
+        use futures_util::stream::{self, StreamExt};
+        // One lookup per hook and named agent; reports that need one at once wait for it.
+        let agents = Agents::default();
+        let keys = self.keys_under(HELD_PREFIX).await?;
+        let calls = super::pending::by_call(keys.iter().map(String::as_str));
+        let released: Vec<Release> = stream::iter(calls)
+            .map(|keys| self.release_call(keys, deadline, &agents, &agent_of))
+            .buffer_unordered(RELEASE_PARALLEL)
+            .collect()
+            .await;
+        Ok(released.into_iter().fold(Release::default(), |a, b| Release {
+            released: a.released + b.released,
+            held: a.held + b.held,
+            expired: a.expired + b.expired,
+            left: a.left + b.left,
+        }))
+    }
+
+    /// Releases one call's held reports, oldest first; the first that fails leaves the
+    /// rest for the next release (so that they stay in order).
+    async fn release_call<F, Fut>(
+        &self,
+        keys: Vec<&str>,
+        deadline: std::time::Instant,
+        agents: &Agents,
+        agent_of: &F,
+    ) -> Release
+    where
+        F: Fn(Held) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<String>, StoreError>>,
+    {
         let mut release = Release::default();
-        // One lookup per hook and named agent.
-        let mut agents: HashMap<(String, Option<String>), Option<String>> = HashMap::new();
-        // One report at a time, each metadata read (a HEAD when not indexed yet) and each
-        // lookup within the deadline: a release never holds up the sweep after it, and the
-        // index it builds makes the next one cheaper.
-        for key in self.keys_under(HELD_PREFIX).await? {
-            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
-                release.left += 1;
-                continue;
-            };
-            let held = match tokio::time::timeout(left, self.held_at(&key)).await {
-                Ok(Ok(Some(held))) => held,
-                Ok(Ok(None)) => continue,
-                Ok(Err(_)) | Err(_) => {
-                    release.left += 1;
-                    continue;
+        for (i, key) in keys.iter().enumerate() {
+            match self.release_one(key, deadline, agents, agent_of).await {
+                Ok(Some(Fate::Pending)) => release.released += 1,
+                Ok(Some(Fate::Held)) => release.held += 1,
+                Ok(Some(Fate::Expired)) => release.expired += 1,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "held report not released; next sweep");
+                    release.left += keys.len() - i;
+                    break;
                 }
-            };
-            if held.received_ms + HELD_FOR.as_millis() as u64 <= now_ms() {
-                tracing::error!(event = "held_expired", key = held.key, "held report found no agent within 30 days");
-                self.frames.move_object(&held.key, &format!("{FAILED_PREFIX}{}", strip(&held.key)), None).await?;
-                self.forget_held(&held.key);
-                release.expired += 1;
-                continue;
             }
-            let group = (held.hook_id.clone(), held.named.clone());
-            let agent = match agents.get(&group) {
-                Some(agent) => agent.clone(),
-                None => match tokio::time::timeout(left, agent_of(held.clone()))
-                    .await
-                    .unwrap_or_else(|_| Err(StoreError::Unavailable("the release ran out of time".into())))
-                {
-                    Ok(agent) => agents.entry(group).or_insert(agent).clone(),
-                    Err(e) => {
-                        tracing::warn!(key = held.key, error = %e, "held report's agent unreadable; next sweep");
-                        release.left += 1;
-                        continue;
-                    }
-                },
-            };
-            let Some(agent) = agent else {
-                release.held += 1;
-                continue;
-            };
-            let metadata = HashMap::from([
-                ("workspace".to_owned(), held.workspace_id.to_string()),
-                ("agent".to_owned(), hex(agent.as_bytes())),
-                ("call-id".to_owned(), hex(held.call_id.as_bytes())),
-                ("operation".to_owned(), held.operation.clone()),
-                (super::pending::SINCE.to_owned(), now_ms().to_string()),
-            ]);
-            self.frames.move_object(&held.key, &format!("{PREFIX}{}", strip(&held.key)), Some(metadata)).await?;
-            self.forget_held(&held.key);
-            release.released += 1;
         }
-        Ok(release)
+        release
+    }
+
+    /// Releases the held report at `key`, each metadata read (a HEAD when not indexed yet)
+    /// and lookup within `deadline`: a release never holds up the sweep after it, and the
+    /// index it builds makes the next one cheaper. `None`: it is gone.
+    async fn release_one<F, Fut>(
+        &self,
+        key: &str,
+        deadline: std::time::Instant,
+        agents: &Agents,
+        agent_of: &F,
+    ) -> Result<Option<Fate>, StoreError>
+    where
+        F: Fn(Held) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<String>, StoreError>>,
+    {
+        let late = || StoreError::Unavailable("the release ran out of time".into());
+        let left = deadline.checked_duration_since(std::time::Instant::now()).ok_or_else(late)?;
+        let Some(held) = tokio::time::timeout(left, self.held_at(key)).await.map_err(|_| late())?? else {
+            return Ok(None);
+        };
+        if held.received_ms + HELD_FOR.as_millis() as u64 <= now_ms() {
+            tracing::error!(event = "held_expired", key = held.key, "held report found no agent within 30 days");
+            self.frames.move_object(&held.key, &format!("{FAILED_PREFIX}{}", strip(&held.key)), None).await?;
+            self.forget_held(&held.key);
+            return Ok(Some(Fate::Expired));
+        }
+        let cell = {
+            let mut agents = agents.0.lock().unwrap_or_else(|p| p.into_inner());
+            agents.entry((held.hook_id.clone(), held.named.clone())).or_default().clone()
+        };
+        let lookup = || async { tokio::time::timeout(left, agent_of(held.clone())).await.map_err(|_| late())? };
+        let Some(agent) = cell.get_or_try_init(lookup).await?.clone() else {
+            return Ok(Some(Fate::Held));
+        };
+        let metadata = HashMap::from([
+            ("workspace".to_owned(), held.workspace_id.to_string()),
+            ("agent".to_owned(), hex(agent.as_bytes())),
+            ("call-id".to_owned(), hex(held.call_id.as_bytes())),
+            ("operation".to_owned(), held.operation.clone()),
+            (super::pending::SINCE.to_owned(), now_ms().to_string()),
+        ]);
+        self.frames.move_object(&held.key, &format!("{PREFIX}{}", strip(&held.key)), Some(metadata)).await?;
+        self.forget_held(&held.key);
+        Ok(Some(Fate::Pending))
     }
 }
+
+/// Calls whose held reports one release works on at once.
+const RELEASE_PARALLEL: usize = 16;
+
+/// What became of one held report.
+enum Fate {
+    /// Moved to `pending/`.
+    Pending,
+    Held,
+    Expired,
+}
+
+/// A release's lookups: the agent of each hook and named remote id, looked up once.
+#[derive(Default)]
+struct Agents(Mutex<HashMap<(String, Option<String>), AgentCell>>);
+
+/// One lookup's answer, once made: the agent's id, `None` while there is none.
+type AgentCell = std::sync::Arc<tokio::sync::OnceCell<Option<String>>>;
 
 /// A key's name below its prefix (`<workspace>/<call>/<received>-<token>`).
 fn strip(key: &str) -> &str {

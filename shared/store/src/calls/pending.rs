@@ -119,6 +119,20 @@ pub fn received_ms(key: &str) -> Option<u64> {
     key.strip_prefix(PREFIX)?.rsplit('/').next()?.split('-').next()?.parse().ok()
 }
 
+/// Keys of pending or held copies, one group per call, each in the order received (keys
+/// sort by call, then by received time, as S3 lists them).
+pub fn by_call<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<Vec<&'a str>> {
+    let mut calls: Vec<Vec<&str>> = Vec::new();
+    for key in keys {
+        let call = key.rsplit_once('/').map_or(key, |(prefix, _)| prefix);
+        match calls.last_mut() {
+            Some(group) if group[0].rsplit_once('/').map(|(p, _)| p) == Some(call) => group.push(key),
+            _ => calls.push(vec![key]),
+        }
+    }
+    calls
+}
+
 impl Store {
     /// Makes a submission received at `received` (epoch ms, when its request arrived)
     /// durable as pending; answers its key.
@@ -276,16 +290,7 @@ impl Store {
         let mut sweep = Sweep::default();
         let keys = self.keys_under(PREFIX).await?;
         let keys = keys.iter().map(String::as_str).filter(|k| received_ms(k).is_some_and(|r| r < before_ms));
-        // One group per call (keys sort by call, then by received time).
-        let mut calls: Vec<Vec<&str>> = Vec::new();
-        for key in keys {
-            let call = key.rsplit_once('/').map_or(key, |(prefix, _)| prefix);
-            match calls.last_mut() {
-                Some(group) if group[0].rsplit_once('/').map(|(p, _)| p) == Some(call) => group.push(key),
-                _ => calls.push(vec![key]),
-            }
-        }
-        let results: Vec<Sweep> = stream::iter(calls)
+        let results: Vec<Sweep> = stream::iter(by_call(keys))
             .map(|group| self.commit_in_order(group, deadline, may_commit, full))
             .buffer_unordered(SWEEP_PARALLEL)
             .collect()
