@@ -4,7 +4,7 @@ stack under scheduled DynamoDB and S3 faults, every request and answer recorded,
 history checked against the state left once faults stopped (devstack/history.py).
 
     history_run.py [--seed N] [--operations 2000] [--seconds 300] [--workers 6]
-                   [--instances 8] [--save history.json]
+                   [--instances 8] [--save history.json] [--shapes 0.03]
     history_run.py --recheck history.json      # the checker again on a saved history
 
 Why: the other phases count promises per request; this one checks the order of things
@@ -18,8 +18,8 @@ and B (4) and of Retell's webhook (2), each id carrying the seed; new contents, 
 earlier bytes, erases, the same call created again after an erase, Retell's call_ended and
 call_analyzed; small calls and a few large ones (their frames go to S3); one-shot clients
 (one attempt, 10 s) and retrying ones (up to 4). `random.Random(seed + 1)` decides the
-faults, one episode at a time: DynamoDB `late`, `lost_reply`, `delay` (4.5 s, past the
-function's patience), `throttle`, `internal`; S3 `late` on PutObject and DeleteObject,
+faults, one episode at a time: DynamoDB `late`, `lost_reply`, `delay` (writes 4.5 s, past
+the function's patience; queries 1.5 s), `throttle`, `internal`; S3 `late` on PutObject and DeleteObject,
 `slowdown`, `internal`; outages of all of DynamoDB (3-8 s) or S3 (2-5 s); and once, a
 commit-pending instance killed while it commits (the local gateway starts another in its
 place, as Lambda does). Which thread sends
@@ -70,12 +70,64 @@ def marker_pattern(seed):
 # the schedule ---------------------------------------------------------------------------------
 @dataclass
 class Planned:
-    kind: str  # create | send | erase | webhook_ended | webhook_analyzed
+    kind: str  # create | send | erase | webhook_ended | webhook_analyzed | pause
     call: str
     marker: str | None
     body: bytes | None
     client: str
     note: str = ""
+    # Operations the same client does next, in order (a shape: see `shape`).
+    then: tuple = ()
+    # In a shape: sent this many seconds after the step before it began, alongside it.
+    alongside: float | None = None
+
+
+# A shape is a short sequence one client does on one call, in order, woven into the random
+# schedule at this rate: the orders the review found broken are narrow (an erase, then the
+# same bytes at once; content A accepted, B stored, then A again), and random interleaving
+# alone rarely makes them. Their draws come from a generator of their own (seed + 3), so a
+# seed's other operations are the same with or without them (`--shapes 0`: the schedule as
+# recorded before they existed). The random schedule does not see them: its replays pick
+# from its own contents.
+SHAPES = 0.03
+PAUSE = 3.0
+
+
+def shape(rng, call, markers, templates):
+    """One shape on `call`, each starting with a new create A (large, mostly):
+    - its erase, and the same bytes again at once (a late S3 delete of the erased frame must
+      not reach the call stored again);
+    - B, a pause for commits, and A again (A accepted, committed below B, then sent again,
+      is new content again);
+    - B, A, B at once (replays and pending copies of two contents, in turns);
+    - its erase, with B sent 0-50 ms after the erase began (a send the erase may or may not
+      remove: either way, whole)."""
+    first_marker = next(markers)
+    first = templates.create(call, first_marker, rng.random() < 0.7)
+    kind = rng.randrange(4)
+    if kind == 0:
+        return Planned("create", call, first_marker, first, "one_shot", "shape: erase then the same", (
+            Planned("erase", call, None, None, "retrying"),
+            Planned("create", call, first_marker, first, "one_shot", "replay"),
+        ))
+    second_marker = next(markers)
+    second = templates.create(call, second_marker, rng.random() < 0.5)
+    if kind == 1:
+        return Planned("create", call, first_marker, first, "one_shot", "shape: a, b, then a again", (
+            Planned("create", call, second_marker, second, "one_shot"),
+            Planned("pause", call, None, None, "", str(PAUSE)),
+            Planned("create", call, first_marker, first, "one_shot", "replay"),
+        ))
+    if kind == 2:
+        return Planned("create", call, first_marker, first, "one_shot", "shape: a, b, a, b", (
+            Planned("create", call, second_marker, second, "one_shot"),
+            Planned("create", call, first_marker, first, "one_shot", "replay"),
+            Planned("create", call, second_marker, second, "one_shot", "replay"),
+        ))
+    return Planned("create", call, first_marker, first, "one_shot", "shape: a send during its erase", (
+        Planned("erase", call, None, None, "retrying"),
+        Planned("create", call, second_marker, second, "one_shot", alongside=round(rng.uniform(0, 0.05), 3)),
+    ))
 
 
 class Templates:
@@ -107,10 +159,12 @@ class Templates:
         return json.dumps(body, separators=(",", ":")).encode()
 
 
-def plan(seed, operations, templates, agent_id):
+def plan(seed, operations, templates, agent_id, shapes=SHAPES):
     """The operations of a run, in the order clients take them: a pure function of the
     seed (and of callgen's bodies)."""
     rng = random.Random(seed)
+    shaper = random.Random(seed + 3)
+    shaped = (f"hist-{seed}-9{n:05d}-mark" for n in itertools.count())
     calls = [f"hist-{seed}-c{i}" for i in range(CALLS)]
     hooks = [f"hist-{seed}-w{i}" for i in range(HOOK_CALLS)]
     sent = {c: [] for c in calls + hooks}  # (kind, marker, body) in plan order
@@ -118,6 +172,9 @@ def plan(seed, operations, templates, agent_id):
     markers = (f"hist-{seed}-{n:05d}-mark" for n in itertools.count())
     out = []
     for _ in range(operations):
+        if shaper.random() < shapes:
+            call = shaper.choice(calls)
+            out.append(shape(shaper, call, shaped, templates))
         webhook = rng.random() < 0.25
         call = rng.choice(hooks if webhook else calls)
         client = "one_shot" if rng.random() < 0.6 else "retrying"
@@ -165,7 +222,9 @@ def episode_rules(kind, calls_table, directory_table, bucket):
     return {
         "ddb late": [ddb(op=op, fault="late", rate=0.3, seconds=5) for op in WRITES],
         "ddb lost_reply": [ddb(op=op, fault="lost_reply", rate=0.3) for op in WRITES],
-        "ddb delay": [ddb(op=op, fault="delay", rate=0.3, seconds=4.5) for op in WRITES],
+        # Reads answered late too: an erase that read the call, then acts on what it read.
+        "ddb delay": [ddb(op=op, fault="delay", rate=0.3, seconds=4.5) for op in WRITES]
+        + [ddb(op="Query", fault="delay", rate=0.2, seconds=1.5)],
         "ddb throttle": [ddb(op="*", fault="throttle", rate=0.3)],
         "ddb internal": [ddb(op="*", fault="internal", rate=0.2)],
         "s3 late": [s3(op="DeleteObject", fault="late", rate=0.5, seconds=3),
@@ -387,11 +446,13 @@ def read_call(stack, clients, call, pattern):
             found = sorted(markers_in(raw.encode(), pattern))
             revisions.append({"revision": n, "marker": found[0] if found else None, "token": tokens.get(n),
                               "current": False})
-    elif note:
-        # callctl could not read it (a frame gone?): what the items alone tell.
+    elif tokens:
+        # callctl could not read it, or found no call though a live head is there (a frame
+        # gone?): what the items alone tell.
+        why = note or "no such call, though its head is there"
         for n in sorted(tokens):
             revisions.append({"revision": n, "marker": None, "token": tokens[n], "current": False,
-                              "note": f"callctl: {note}"})
+                              "note": f"callctl: {why}"})
     if revisions:
         revisions[-1]["current"] = True
     readable = False
@@ -452,18 +513,40 @@ def drive(clients, schedule, workers, seconds, seed):
                 p = next(next_op, None)
             if p is None:
                 return
-            try:
-                if p.kind == "erase":
-                    clients.erase(p.call, rng)
-                elif p.kind == "create":
-                    clients.create(p.call, p.marker, p.body, p.client, rng, p.note)
-                elif p.kind == "send":
-                    clients.send(p.call, p.marker, p.body, p.client, rng, p.note)
-                else:
-                    clients.webhook(p.kind.replace("webhook_", "call_"), p.call, p.marker, p.body, p.client, rng,
-                                    p.note)
-            except Exception as e:  # a bug of this driver: said, and the schedule goes on
-                print(f"history: {p.kind} of {p.call} failed in the client: {type(e).__name__}: {e}", file=sys.stderr)
+            steps = (p, *p.then)
+            for i, q in enumerate(steps):
+                if q.alongside is not None:
+                    continue  # started with the step before it
+                beside = steps[i + 1] if i + 1 < len(steps) and steps[i + 1].alongside is not None else None
+                side = None
+                if beside is not None:
+                    side = threading.Thread(target=perform_after, args=(beside, random.Random(beside.marker)))
+                    side.start()
+                perform(q, rng)
+                if side is not None:
+                    side.join()
+
+    def perform_after(p, rng):
+        time.sleep(p.alongside)
+        perform(p, rng)
+
+    def perform(p, rng):
+        try:
+            act(p, rng)
+        except Exception as e:  # a bug of this driver: said, and the schedule goes on
+            print(f"history: {p.kind} of {p.call} failed in the client: {type(e).__name__}: {e}", file=sys.stderr)
+
+    def act(p, rng):
+        if p.kind == "erase":
+            clients.erase(p.call, rng)
+        elif p.kind == "pause":
+            time.sleep(float(p.note))
+        elif p.kind == "create":
+            clients.create(p.call, p.marker, p.body, p.client, rng, p.note)
+        elif p.kind == "send":
+            clients.send(p.call, p.marker, p.body, p.client, rng, p.note)
+        else:
+            clients.webhook(p.kind.replace("webhook_", "call_"), p.call, p.marker, p.body, p.client, rng, p.note)
 
     threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(workers)]
     for t in threads:
@@ -473,11 +556,11 @@ def drive(clients, schedule, workers, seconds, seed):
 
 
 def run(stack, seed, operations=OPERATIONS, seconds=SECONDS, workers=WORKERS, horizon=HORIZON, out=sys.stdout,
-        save=None):
+        save=None, shapes=SHAPES):
     """The history phase on `stack`: answers (violations, report)."""
     stack.ctl("workspace", "limit", "--id", stack.dev["workspace_id"], "--per-second", 1000)
     templates = Templates.generate(stack, seed)
-    schedule = plan(seed, operations, templates, stack.dev["agent_id"])
+    schedule = plan(seed, operations, templates, stack.dev["agent_id"], shapes)
     calls = sorted({p.call for p in schedule})
     clients = Clients(stack, Recorder(), retell_hook(stack, HOOK_SECRET), HOOK_SECRET)
     stack.faults.seed(seed)
@@ -594,6 +677,8 @@ def main():
     p.add_argument("--save", help="write the history (requests and final state) to this JSON file")
     p.add_argument("--log", help="write the local stack's log (every function's output) to this file")
     p.add_argument("--recheck", help="check a saved history again (no stack)")
+    p.add_argument("--shapes", type=float, default=SHAPES,
+                   help="the rate of shapes woven into the schedule (0: as recorded before they existed)")
     a = p.parse_args()
     if a.recheck:
         sys.exit(1 if recheck(a.recheck) else 0)
@@ -601,7 +686,7 @@ def main():
 
     log = open(a.log, "w") if a.log else None
     with Stack(instances=a.instances, log=log) as stack:
-        violations, _ = run(stack, a.seed, a.operations, a.seconds, a.workers, a.horizon, save=a.save)
+        violations, _ = run(stack, a.seed, a.operations, a.seconds, a.workers, a.horizon, save=a.save, shapes=a.shapes)
     sys.exit(1 if violations else 0)
 
 

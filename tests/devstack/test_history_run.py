@@ -27,6 +27,8 @@ def test_a_seed_gives_one_schedule_of_its_own_call_ids():
     assert {p.call for p in first} <= {f"hist-11-c{i}" for i in range(4)} | {"hist-11-w0", "hist-11-w1"}
     kinds = {p.kind for p in first}
     assert kinds == {"create", "send", "erase", "webhook_ended", "webhook_analyzed"}, kinds
+    steps = {q.kind for p in first for q in p.then}
+    assert steps == {"create", "erase", "pause"}, steps
     assert any(p.note == "replay" for p in first) and any(p.note == "large" for p in first)
     assert {p.client for p in first} == {"one_shot", "retrying"}
 
@@ -35,14 +37,29 @@ def test_each_content_carries_its_own_marker_and_a_replay_sends_the_same_bytes()
     schedule = run.plan(3, 400, TEMPLATES, "agt_1")
     pattern = run.marker_pattern(3)
     bodies = {}
-    for p in schedule:
-        if p.kind == "erase":
-            assert p.marker is None and p.client == "retrying"
+    for p in (q for p in schedule for q in (p, *p.then)):
+        if p.kind in ("erase", "pause"):
+            assert p.marker is None and p.client in ("retrying", "")
             continue
         assert run.markers_in(p.body, pattern) == {p.marker}, p
         assert bodies.setdefault(p.marker, p.body) == p.body, "a marker is one content, byte for byte"
     sends = [json.loads(p.body) for p in schedule if p.kind == "send"]
     assert all(list(s)[0] == "agentId" and s["agentId"] == "agt_1" for s in sends), "agentId first"
+
+
+def test_shapes_are_woven_in_without_changing_the_rest_of_the_schedule():
+    shaped, plain = run.plan(7, 600, TEMPLATES, "agt_1"), run.plan(7, 600, TEMPLATES, "agt_1", shapes=0)
+    rest = [(p.kind, p.call, p.client, p.note) for p in shaped if not p.then]
+    assert rest == [(p.kind, p.call, p.client, p.note) for p in plain], "the same decisions, shapes aside"
+    notes = {p.note for p in shaped if p.then}
+    assert notes == {"shape: erase then the same", "shape: a, b, then a again", "shape: a, b, a, b",
+                     "shape: a send during its erase"}, notes
+    for p in (p for p in shaped if p.note == "shape: a send during its erase"):
+        erase, during = p.then
+        assert erase.kind == "erase" and erase.alongside is None and 0 <= during.alongside <= 0.05
+        assert during.marker != p.marker, "different content, sent while the erase runs"
+    for p in (p for p in shaped if p.note == "shape: erase then the same"):
+        assert [q.kind for q in p.then] == ["erase", "create"] and p.then[1].body == p.body
 
 
 def test_after_an_erase_the_call_is_created_again():
