@@ -591,9 +591,10 @@ async fn a_send_the_erase_removed_is_not_committed_again_by_its_pending_copy() {
         let raw = serde_json::to_vec(&large_body("removed", 11)).unwrap();
         let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
         let receipt = Receipt::new(now_ms()).unwrap();
-        // Its answer gave up (202): the copy is kept, and the direct write lands anyway.
+        // The direct write lands, but its answer gave up (202): the copy is kept after it.
+        let stored = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await.unwrap();
         store.put_pending(owner, Operation::CreateCall, "removed", &raw, &receipt).await.unwrap();
-        store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await.unwrap()
+        stored
     };
     let (erased, stored) = tokio::join!(erase, send);
     assert!(erased.is_ok(), "{erased:?}");

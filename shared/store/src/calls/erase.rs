@@ -65,9 +65,14 @@ impl Store {
     /// call id but another internal id (stored again after an erase) is left alone.
     pub async fn erase_call(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<Erased, StoreError> {
         let pk = call_pk(workspace_id, call_id);
-        // Only what was received before this erase began is its to remove: a late or
-        // repeated erase never reaches a submission sent after it.
-        let began = super::now_ms();
+        // Only what was received before this erase began is its to remove, and what it
+        // reads: a late or repeated erase never reaches a submission sent after it. Its
+        // boundary starts at its start and rises to the latest receipt of anything it reads
+        // (a send received since, whose revision landed before the mark, is removed with the
+        // call, and its pending copy must go too, not be committed over the tombstone as a
+        // call whose frame this erase blanked). Kept across rounds: a revision deleted in an
+        // earlier round is not read again.
+        let mut upto = super::now_ms();
         let mut removed = 0;
         // Whether this request tried to replace the head: a tombstone naming the id, found
         // afterwards, was then most likely its own write (a conflict or a lost reply hid it).
@@ -88,6 +93,7 @@ impl Store {
                         FRAME_KEY,
                         ERASING,
                         ERASED_IDS,
+                        ERASED_AT,
                     ]),
                 )
                 .await?;
@@ -100,29 +106,26 @@ impl Store {
                 let buried = tried_head && names_erased(head, id);
                 return Ok(Erased { items: removed + usize::from(buried) });
             }
+            upto = items
+                .iter()
+                .flat_map(|i| [get_u64(i, "updated_at"), get_u64(i, SEEN_AT)])
+                .flatten()
+                .fold(upto, u64::max);
             // Marked first: from here on readers find no call, whatever of it is left if
-            // this erase stops part-way; the next erase finishes it. The mark holds when
-            // the latest erase under way began, and the tombstone keeps it: a pending send
-            // received before it is dropped when committed, as that erase deletes its copy
-            // (two erases at once, a client's retry: the earlier one's tombstone would let
-            // a send through whose copy the later one deletes, blanking the call it became).
+            // this erase stops part-way; the next erase finishes it. The mark holds the
+            // latest boundary of the erases under way, raised before anything it covers is
+            // deleted, and the tombstone keeps it: a pending send received up to then is
+            // dropped when committed, as those erases delete its copy (two erases at once, a
+            // client's retry: the earlier one's tombstone would let a send through whose copy
+            // the later one deletes, blanking the call it became).
             let mark = match get_u64(head, ERASING) {
-                Some(at) if at >= began => at,
-                _ if self.mark_erasing(&pk, head, id, began).await? => began,
+                Some(at) if at >= upto => at,
+                _ if self.mark_erasing(&pk, head, id, upto).await? => upto,
                 _ => {
                     tokio::time::sleep(backoff(round)).await;
                     continue;
                 }
             };
-            // The erase removes everything received up to its start, and every revision it
-            // read, even one received since (a send whose direct write landed before the
-            // mark): a copy of that send, pending, must go with it, not be committed over
-            // the tombstone as a new call whose frame this erase blanks.
-            let upto = items
-                .iter()
-                .flat_map(|i| [get_u64(i, "updated_at"), get_u64(i, SEEN_AT)])
-                .flatten()
-                .fold(mark, u64::max);
             // Its pending submissions (accepted, not committed yet) go too, and copies kept
             // under failed/: the erase wins.
             self.delete_pending_of(workspace_id, call_id, upto + 1, &ERASED_COPIES).await?;
@@ -139,7 +142,7 @@ impl Store {
                 continue;
             }
             tried_head = true;
-            if self.bury(&pk, head, id, mark, upto).await? {
+            if self.bury(&pk, head, id, mark).await? {
                 // A pending copy set aside under failed/ after the listing above is gone too.
                 self.delete_pending_of(workspace_id, call_id, upto + 1, &ERASED_COPIES).await?;
                 return Ok(Erased { items: removed + 1 });
@@ -174,10 +177,10 @@ impl Store {
         }
     }
 
-    /// Marks `head` (call `id`, as read) as being erased by an erase that began at
-    /// `began`, only while it is still that revision of that call and no later erase marked
-    /// it. Answers whether it is marked (false: it changed meanwhile).
-    async fn mark_erasing(&self, pk: &str, head: &Item, id: u64, began: u64) -> Result<bool, StoreError> {
+    /// Marks `head` (call `id`, as read) as being erased by an erase whose boundary is
+    /// `upto`, only while it is still that revision of that call and no erase marked it with
+    /// a later one. Answers whether it is marked (false: it changed meanwhile).
+    async fn mark_erasing(&self, pk: &str, head: &Item, id: u64, upto: u64) -> Result<bool, StoreError> {
         let revision = get_u64(head, "revision").unwrap_or(1);
         let result = self
             .client
@@ -185,14 +188,14 @@ impl Store {
             .table_name(&self.table)
             .key("pk", s(pk))
             .key("sk", s(HEAD))
-            .update_expression("SET #erasing = :began")
+            .update_expression("SET #erasing = :upto")
             .condition_expression(
-                "#id = :id AND #revision = :revision AND (attribute_not_exists(#erasing) OR #erasing < :began)",
+                "#id = :id AND #revision = :revision AND (attribute_not_exists(#erasing) OR #erasing < :upto)",
             )
             .expression_attribute_names("#erasing", ERASING)
             .expression_attribute_names("#id", "id")
             .expression_attribute_names("#revision", "revision")
-            .expression_attribute_values(":began", n(began))
+            .expression_attribute_values(":upto", n(upto))
             .expression_attribute_values(":id", n(id))
             .expression_attribute_values(":revision", n(revision))
             .send()
@@ -205,13 +208,12 @@ impl Store {
     /// whether the head is now buried: true also when the tombstone is there already (the
     /// reply to this request's own write was lost and the SDK's retry found it).
     ///
-    /// `erased_at` is `upto`: when the latest erase under way began (`mark`), or the latest
-    /// receipt of what this one removed, if later (or the head's own, if later still): a
-    /// pending copy received up to then is dropped when committed, as the erases deleted
-    /// those they found; one received since is a later submission and is committed over the
-    /// tombstone. Only while the mark is still `mark`: a later erase that marked the head
-    /// meanwhile moves the boundary, and this one reads the call again.
-    async fn bury(&self, pk: &str, head: &Item, id: u64, mark: u64, upto: u64) -> Result<bool, StoreError> {
+    /// `erased_at` is `mark`, the latest boundary of the erases under way (or the head's own,
+    /// if later): a pending copy received up to then is dropped when committed, as the
+    /// erases deleted those they found; one received since is a later submission and is
+    /// committed over the tombstone. Only while the mark is still `mark`: an erase that
+    /// raised it meanwhile moves the boundary, and this one reads the call again.
+    async fn bury(&self, pk: &str, head: &Item, id: u64, mark: u64) -> Result<bool, StoreError> {
         let revision = get_u64(head, "revision").unwrap_or(1);
         let mut erased: Vec<u64> = match head.get(ERASED_IDS) {
             Some(AttributeValue::Ns(ids)) => ids.iter().filter_map(|i| i.parse().ok()).collect(),
@@ -232,7 +234,7 @@ impl Store {
             .item("pk", s(pk))
             .item("sk", s(HEAD))
             .item(ERASED_IDS, AttributeValue::Ns(erased))
-            .item(ERASED_AT, n(upto.max(super::item::erased_at(head))))
+            .item(ERASED_AT, n(mark.max(super::item::erased_at(head))))
             // Its own token: a create over it is conditioned on it being this tombstone.
             .item("submission", s(super::random_hex(8)?))
             .item(tables::TTL_ATTRIBUTE, n(expires))

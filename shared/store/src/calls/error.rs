@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 
 /// What went wrong while storing or reading.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// Throttled, unreachable, contended or not ready, after the SDK's retries: 503, try
     /// again.

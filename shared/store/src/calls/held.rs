@@ -140,8 +140,8 @@ impl Store {
     /// [`HELD_FOR`]. `agent_of(held)` answers the agent's id, `None` while there is none.
     /// Stops starting work at `deadline`.
     ///
-    /// A call's reports go in the order they were received, [`RELEASE_PARALLEL`] calls at
-    /// once: an outage of the directory holds every report it meets, and one at a time
+    /// A call's reports are taken in the order they were received (one still without an
+    /// agent does not hold up the next), [`RELEASE_PARALLEL`] calls at once: an outage of the directory holds every report it meets, and one at a time
     /// (three S3 requests each) a release of 500 took 80 s, past the minute in which a
     /// report kept during an outage must be committed once it ends.
     pub async fn release_held<F, Fut>(&self, deadline: std::time::Instant, agent_of: F) -> Result<Release, StoreError>
@@ -212,8 +212,11 @@ impl Store {
         Fut: std::future::Future<Output = Result<Option<String>, StoreError>>,
     {
         let late = || StoreError::Unavailable("the release ran out of time".into());
-        let left = deadline.checked_duration_since(std::time::Instant::now()).ok_or_else(late)?;
-        let Some(held) = tokio::time::timeout(left, self.held_at(key)).await.map_err(|_| late())?? else {
+        let by = tokio::time::Instant::from_std(deadline);
+        if by <= tokio::time::Instant::now() {
+            return Err(late());
+        }
+        let Some(held) = tokio::time::timeout_at(by, self.held_at(key)).await.map_err(|_| late())?? else {
             return Ok(None);
         };
         if held.received_ms + HELD_FOR.as_millis() as u64 <= now_ms() {
@@ -226,8 +229,13 @@ impl Store {
             let mut agents = agents.0.lock().unwrap_or_else(|p| p.into_inner());
             agents.entry((held.hook_id.clone(), held.named.clone())).or_default().clone()
         };
-        let lookup = || async { tokio::time::timeout(left, agent_of(held.clone())).await.map_err(|_| late())? };
-        let Some(agent) = cell.get_or_try_init(lookup).await?.clone() else {
+        // A failed lookup is kept too: the reports waiting on it are left for the next
+        // release at once, not each looked up again in turn (an outage would hold them up
+        // one lookup after another, past the deadline).
+        let lookup =
+            || async { tokio::time::timeout_at(by, agent_of(held.clone())).await.unwrap_or_else(|_| Err(late())) };
+        let found = tokio::time::timeout_at(by, cell.get_or_init(lookup)).await.map_err(|_| late())?;
+        let Some(agent) = found.clone()? else {
             return Ok(Some(Fate::Held));
         };
         let metadata = HashMap::from([
@@ -258,8 +266,9 @@ enum Fate {
 #[derive(Default)]
 struct Agents(Mutex<HashMap<(String, Option<String>), AgentCell>>);
 
-/// One lookup's answer, once made: the agent's id, `None` while there is none.
-type AgentCell = std::sync::Arc<tokio::sync::OnceCell<Option<String>>>;
+/// One lookup's answer, once made: the agent's id, `None` while there is none; or why it
+/// could not be read.
+type AgentCell = std::sync::Arc<tokio::sync::OnceCell<Result<Option<String>, StoreError>>>;
 
 /// A key's name below its prefix (`<workspace>/<call>/<received>-<token>`).
 fn strip(key: &str) -> &str {

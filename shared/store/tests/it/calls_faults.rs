@@ -613,3 +613,46 @@ async fn a_frame_s3_cannot_serve_is_try_again() {
     assert!(matches!(read, Err(StoreError::Unavailable(_))), "{read:?}");
     t.delete().await;
 }
+
+/// The directory down while held reports wait (every lookup of their agent fails after a
+/// second): the release looks their agent up once, leaves them all for the next one, and
+/// returns within its deadline. (Each report waiting on the lookup tried again in turn:
+/// 16 calls at once queued one failed second after another, past the deadline and the
+/// function's timeout.)
+#[tokio::test]
+async fn a_release_whose_agent_lookup_fails_leaves_every_report_within_its_deadline() {
+    use call_ingest_store::calls::held::Hold;
+    use call_ingest_store::calls::Receipt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let t = Tables::new().await;
+    let store = store(&t);
+    let calls = 20;
+    for i in 0..calls {
+        let call_id = format!("held-{i}");
+        let hold = Hold {
+            workspace_id: 1,
+            hook_id: "hook_1",
+            named: Some("remote"),
+            operation: Operation::CreateCall,
+            call_id: &call_id,
+        };
+        let (_, raw) = small_call(&call_id, "x");
+        store.put_held(hold, &raw, &Receipt::now().unwrap()).await.unwrap();
+    }
+    let lookups = AtomicUsize::new(0);
+    let started = std::time::Instant::now();
+    let deadline = started + Duration::from_secs(4);
+    let release = store
+        .release_held(deadline, |_| async {
+            lookups.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Err(StoreError::Unavailable("the directory is down".into()))
+        })
+        .await
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert_eq!(lookups.load(Ordering::SeqCst), 1, "one lookup per hook and named agent");
+    assert_eq!((release.released, release.left), (0, calls), "{release:?}");
+    assert_eq!(store.held(1).await.unwrap().len(), calls, "every report still held");
+    t.delete().await;
+}
