@@ -47,7 +47,8 @@ Control, on the same port (JSON bodies):
          `rate`, each matching request with that probability (seeded, for chaos runs).
          `table` and `contains` narrow what matches (a table named in the request; a
          substring of the request body). `item`: which transaction item gets the reason.
-  DELETE /_faults/rules   {"table": "..."} removes that table's rules; {} removes all
+  DELETE /_faults/rules   {"id": n} removes that rule; {"table": "..."} that table's
+                          rules; {} removes all
   GET    /_faults/rules   {"rules": [{"id", "fault", "op", "table", "fired"}]}
   GET    /_faults/stats   {"injected": {fault: count}, "refused": {reason: count},
                            "denied": {"<binary> <action> <resource>": count}}
@@ -430,8 +431,11 @@ class FaultLayer:
                 self.rules.append(rule)
                 return 200, {"id": rule.id}
             if path == "/_faults/rules" and method == "DELETE":
-                table = spec.get("table")
-                self.rules = [r for r in self.rules if table is not None and r.table != table]
+                table, rid = spec.get("table"), spec.get("id")
+                if rid is not None:
+                    self.rules = [r for r in self.rules if r.id != rid]
+                else:
+                    self.rules = [r for r in self.rules if table is not None and r.table != table]
                 return 200, {"rules": len(self.rules)}
             if path == "/_faults/rules" and method == "GET":
                 return 200, {"rules": [r.describe() for r in self.rules]}

@@ -92,6 +92,10 @@ class Faults:
     def add(self, rule):
         return self._call("POST", "/_faults/rules", rule)["id"]
 
+    def remove(self, rule_id):
+        """Removes one rule (gone already: nothing)."""
+        self._call("DELETE", "/_faults/rules", {"id": rule_id})
+
     def clear(self, table=None):
         """Removes every rule, or only those of `table`."""
         self._call("DELETE", "/_faults/rules", {} if table is None else {"table": table})

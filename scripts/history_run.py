@@ -80,6 +80,10 @@ class Planned:
     then: tuple = ()
     # In a shape: sent this many seconds after the step before it began, alongside it.
     alongside: float | None = None
+    # In a shape: fault rules aimed at this call, armed just before this step (see `aimed`),
+    # and whether every rule the shape armed is removed once this step is answered.
+    arm: tuple = ()
+    disarm: bool = False
 
 
 # A shape is a short sequence one client does on one call, in order, woven into the random
@@ -101,23 +105,39 @@ def shape(rng, call, markers, templates):
       is new content again);
     - B, A, B at once (replays and pending copies of two contents, in turns);
     - its erase, with B sent 0-50 ms after the erase began (a send the erase may or may not
-      remove: either way, whole)."""
+      remove: either way, whole).
+    Half of the first two bring the fault their order needs, aimed at this call through the
+    fault layer's `contains` (a rule the episodes do not clear): the erase's S3 DELETE of
+    the frame applied 3 s late; A's DynamoDB requests failing until A is answered (202) and
+    its commit reading its copy 2 s late, so that B is stored first."""
     first_marker = next(markers)
-    first = templates.create(call, first_marker, rng.random() < 0.7)
+    large = rng.random() < 0.7
+    first = templates.create(call, first_marker, large)
     kind = rng.randrange(4)
+    # Half of the first two kinds bring the fault their order needs, aimed at this call.
+    aim = rng.random() < 0.5
     if kind == 0:
+        # The erase's S3 DELETE of the frame applied 3 s late, after the same bytes were
+        # stored again (finding 2).
+        late_delete = ({"service": "s3", "op": "DeleteObject", "fault": "late", "seconds": 3, "times": 1,
+                        "table": "{bucket}", "contains": "frames/{folder}"},) if aim and large else ()
         return Planned("create", call, first_marker, first, "one_shot", "shape: erase then the same", (
-            Planned("erase", call, None, None, "retrying"),
-            Planned("create", call, first_marker, first, "one_shot", "replay"),
+            Planned("erase", call, None, None, "retrying", arm=late_delete),
+            Planned("create", call, first_marker, first, "one_shot", "replay", disarm=bool(late_delete)),
         ))
     second_marker = next(markers)
     second = templates.create(call, second_marker, rng.random() < 0.5)
     if kind == 1:
+        # A's direct write fails (202) and its commit reads its copy 2 s late, so B is stored
+        # first and A committed below it; then A is sent again (finding 3).
+        detour = ({"op": "*", "fault": "internal", "rate": 1.0, "table": "{calls}", "contains": '"{pk}"'},
+                  {"service": "s3", "op": "GetObject", "fault": "delay", "seconds": 2, "times": 1,
+                   "table": "{bucket}", "contains": "pending/{folder}"}) if aim else ()
         return Planned("create", call, first_marker, first, "one_shot", "shape: a, b, then a again", (
             Planned("create", call, second_marker, second, "one_shot"),
             Planned("pause", call, None, None, "", str(PAUSE)),
             Planned("create", call, first_marker, first, "one_shot", "replay"),
-        ))
+        ), arm=detour, disarm=bool(detour))
     if kind == 2:
         return Planned("create", call, first_marker, first, "one_shot", "shape: a, b, a, b", (
             Planned("create", call, second_marker, second, "one_shot"),
@@ -273,11 +293,13 @@ class FaultDriver(threading.Thread):
                     break
                 if kind == "kill commit-pending" and self.killed is not None:
                     kind = "calm"
-                for rule in episode_rules(kind, self.stack.calls_table, self.stack.env["DIRECTORY_TABLE"], bucket):
-                    self.stack.faults.add(rule)
+                rules = episode_rules(kind, self.stack.calls_table, self.stack.env["DIRECTORY_TABLE"], bucket)
+                ids = [self.stack.faults.add(rule) for rule in rules]
                 self.episodes[kind] += 1
                 self.halt.wait(on)
-                self.stack.faults.clear()
+                # Its own rules only: a shape's aimed faults stay until the shape removes them.
+                for rule_id in ids:
+                    self.stack.faults.remove(rule_id)
                 if kind == "kill commit-pending":
                     self.kill_committer()
                 self.halt.wait(calm)
@@ -499,6 +521,16 @@ def scan_bucket(stack, calls, pattern):
 
 
 # the run --------------------------------------------------------------------------------------
+def aimed(rule, call, clients):
+    """A shape's fault rule with its placeholders filled: `{bucket}`, `{calls}` (the
+    tables), `{pk}` (the call's partition key) and `{folder}` (`<workspace>/<call hash>`,
+    as frame, pending and held keys hold it)."""
+    stack = clients.stack
+    values = {"bucket": stack.env["FRAMES_BUCKET"], "calls": stack.calls_table, "pk": f"CALL#{clients.ws}#{call}",
+              "folder": f"{clients.ws}/{hashlib.sha256(call.encode()).hexdigest()[:32]}"}
+    return {k: v.format(**values) if isinstance(v, str) else v for k, v in rule.items()}
+
+
 def drive(clients, schedule, workers, seconds, seed):
     """Runs the schedule on `workers` threads until it is done or `seconds` passed (no
     request starts after that; one in flight ends within its timeout)."""
@@ -514,9 +546,11 @@ def drive(clients, schedule, workers, seconds, seed):
             if p is None:
                 return
             steps = (p, *p.then)
+            armed = []
             for i, q in enumerate(steps):
                 if q.alongside is not None:
                     continue  # started with the step before it
+                armed += [clients.stack.faults.add(aimed(rule, q.call, clients)) for rule in q.arm]
                 beside = steps[i + 1] if i + 1 < len(steps) and steps[i + 1].alongside is not None else None
                 side = None
                 if beside is not None:
@@ -525,6 +559,12 @@ def drive(clients, schedule, workers, seconds, seed):
                 perform(q, rng)
                 if side is not None:
                     side.join()
+                if q.disarm:
+                    # Rules that last (a rate) go; one-shot ones end when they fire.
+                    lasting = {rule_id for rule_id, rule in zip(armed, (r for s in steps for r in s.arm))
+                               if "times" not in rule}
+                    for rule_id in lasting:
+                        clients.stack.faults.remove(rule_id)
 
     def perform_after(p, rng):
         time.sleep(p.alongside)

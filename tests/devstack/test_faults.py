@@ -206,3 +206,17 @@ def test_a_hot_partition_is_throttled_through_the_server(db):
             assert e.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
             return
     raise AssertionError("four 390 KB writes a second to one partition were all taken")
+
+
+def test_one_rule_is_removed_by_its_id_and_the_others_stay(endpoint, s3):
+    control(endpoint, "DELETE", "/_faults/rules", {})
+    s3.put_object(Bucket="bucket-b", Key="one", Body=b"z")
+    lasting = control(endpoint, "POST", "/_faults/rules", {"service": "s3", "op": "GetObject", "fault": "internal",
+                                                            "table": "bucket-b", "rate": 1.0})["id"]
+    other = control(endpoint, "POST", "/_faults/rules", {"service": "s3", "op": "PutObject", "fault": "slowdown",
+                                                          "table": "bucket-b", "rate": 1.0})["id"]
+    assert refused(lambda: s3.get_object(Bucket="bucket-b", Key="one"))[0] == "InternalError"
+    control(endpoint, "DELETE", "/_faults/rules", {"id": lasting})
+    assert s3.get_object(Bucket="bucket-b", Key="one")["Body"].read() == b"z"
+    assert [r["id"] for r in control(endpoint, "GET", "/_faults/rules", {})["rules"]] == [other]
+    control(endpoint, "DELETE", "/_faults/rules", {})

@@ -54,6 +54,10 @@ def test_shapes_are_woven_in_without_changing_the_rest_of_the_schedule():
     notes = {p.note for p in shaped if p.then}
     assert notes == {"shape: erase then the same", "shape: a, b, then a again", "shape: a, b, a, b",
                      "shape: a send during its erase"}, notes
+    aimed = [p for p in shaped if p.arm or any(q.arm for q in p.then)]
+    assert aimed, "some shapes bring their own fault"
+    for p in (p for p in shaped if p.note == "shape: a, b, then a again" and p.arm):
+        assert p.disarm and {r["fault"] for r in p.arm} == {"internal", "delay"}
     for p in (p for p in shaped if p.note == "shape: a send during its erase"):
         erase, during = p.then
         assert erase.kind == "erase" and erase.alongside is None and 0 <= during.alongside <= 0.05
@@ -127,3 +131,14 @@ def test_a_saved_history_checks_the_same_again(tmp_path):
     run.write_history(path, 8, 40.0, 2.0, ops, final)
     again = run.recheck(path, out=open(tmp_path / "out.txt", "w"))
     assert sorted(v.rule for v in again) == ["is_new_twice", "lost"]
+
+
+def test_an_aimed_rule_names_its_call_only():
+    class Clients:
+        ws = 7
+        stack = type("S", (), {"env": {"FRAMES_BUCKET": "frames-x"}, "calls_table": "calls-x"})()
+    rule = {"op": "*", "fault": "internal", "rate": 1.0, "table": "{calls}", "contains": '"{pk}"'}
+    assert run.aimed(rule, "hist-1-c2", Clients) == {"op": "*", "fault": "internal", "rate": 1.0, "table": "calls-x",
+                                                     "contains": '"CALL#7#hist-1-c2"'}
+    s3 = run.aimed({"table": "{bucket}", "contains": "frames/{folder}", "times": 1}, "hist-1-c2", Clients)
+    assert s3["table"] == "frames-x" and s3["contains"].startswith("frames/7/") and len(s3["contains"]) == 9 + 32

@@ -29,6 +29,8 @@ use super::{backoff, tables, Store, StoreError};
 /// Where an erase looks for copies of the call received before it: pending submissions,
 /// those set aside, and webhook reports held for want of an agent.
 const ERASED_COPIES: [&str; 3] = [super::pending::PREFIX, super::pending::FAILED_PREFIX, super::held::HELD_PREFIX];
+/// Where it looks again once the call is buried: copies no direct write can be racing.
+const AFTER_BURIAL: [&str; 2] = [super::pending::FAILED_PREFIX, super::held::HELD_PREFIX];
 
 /// How long an erase's tombstone guards against late copies of the erased call's writes
 /// (DynamoDB's TTL removes it some time after): longer than any copy that could name the
@@ -128,7 +130,7 @@ impl Store {
             };
             // Its pending submissions (accepted, not committed yet) go too, and copies kept
             // under failed/: the erase wins.
-            self.delete_pending_of(workspace_id, call_id, upto + 1, &ERASED_COPIES).await?;
+            self.delete_pending_of(workspace_id, call_id, mark + 1, &ERASED_COPIES).await?;
             let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
             super::bounded(frames.map(|key| self.frames.erase(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
@@ -143,8 +145,12 @@ impl Store {
             }
             tried_head = true;
             if self.bury(&pk, head, id, mark).await? {
-                // A pending copy set aside under failed/ after the listing above is gone too.
-                self.delete_pending_of(workspace_id, call_id, upto + 1, &ERASED_COPIES).await?;
+                // A copy set aside under failed/ (or held) after the listing above is gone
+                // too. Not pending/ ones: a send received before the mark may be creating
+                // the call anew over the tombstone right now (its direct write outlived its
+                // answer, 202), and blanking its frame would leave that call unreadable;
+                // its pending copy is dropped when committed, or finds its call there.
+                self.delete_pending_of(workspace_id, call_id, mark + 1, &AFTER_BURIAL).await?;
                 return Ok(Erased { items: removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;
