@@ -53,6 +53,9 @@ from devstack.history_clients import Clients, Recorder, retell_event, retell_hoo
 
 CALLS = 4
 HOOK_CALLS = 2
+# Shapes act on call ids of their own: the random schedule's traffic on its few ids would
+# bury the order a shape makes (an erase by another client, other content in between).
+SHAPE_CALLS = 6
 WORKERS = 6
 OPERATIONS = 2000
 SECONDS = 300
@@ -193,7 +196,7 @@ def plan(seed, operations, templates, agent_id, shapes=SHAPES):
     out = []
     for _ in range(operations):
         if shaper.random() < shapes:
-            call = shaper.choice(calls)
+            call = f"hist-{seed}-s{shaper.randrange(SHAPE_CALLS)}"
             out.append(shape(shaper, call, shaped, templates))
         webhook = rng.random() < 0.25
         call = rng.choice(hooks if webhook else calls)

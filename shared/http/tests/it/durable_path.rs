@@ -4,7 +4,8 @@
 //! answer, a pending copy an erase drops, an erase stopped part-way, one clock for order,
 //! a sweep's listing pages, and how long tombstones and pending copies live; then what a
 //! second review found: a direct write landed after an erase, two erases at once, replays
-//! ordered among pending sends, and a send an erase removed though received after it began.
+//! ordered among pending sends, a send an erase removed though received after it began, and
+//! a send creating the call anew while the erase finished.
 
 use std::time::{Duration, Instant};
 
@@ -604,6 +605,47 @@ async fn a_send_the_erase_removed_is_not_committed_again_by_its_pending_copy() {
     let head = store.raw_head(1, "removed").await.unwrap().expect("a tombstone");
     assert!(call_ingest_store::calls::item::is_tombstone(&head), "nothing stored over the erase: {head:?}");
     assert!(matches!(store.get_call(1, "removed", false).await, Ok(None)));
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}
+
+/// A send received before an erase, whose pending copy (202) was written while the erase ran
+/// and whose direct write then created the call anew over the tombstone: the erase, once it
+/// buried the call, must not blank that send's frame. (Its second look listed `pending/` too
+/// and wrote its marker at the copy's frame; the new call then named the marker and read 404
+/// for good: a third reader's find.)
+#[tokio::test]
+async fn a_send_creating_the_call_anew_after_the_burial_keeps_its_frame() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post(&f, &large_body("anew", 12)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let body = large_body("anew", 13);
+    let raw = serde_json::to_vec(&body).unwrap();
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
+    let receipt = Receipt::new(now_ms()).unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    // The erase's first listing of the call's copies is answered late: the copy is written
+    // after it was read.
+    let listing =
+        f.t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 1.5, "times": 1}));
+    let erase = store.erase_call(1, "anew", id);
+    let copy = async {
+        while f.t.fired(listing) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        store.put_pending(owner, Operation::CreateCall, "anew", &raw, &receipt).await.unwrap();
+    };
+    let (erased, ()) = tokio::join!(erase, copy);
+    assert!(erased.is_ok(), "{erased:?}");
+    // Its direct write, stuck until now, creates the call anew over the tombstone.
+    let stored = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await.unwrap();
+    assert!(stored.is_new(), "{stored:?}");
+    sweep(&f).await;
+    assert!(reads_as(&f, "anew", &body).await, "the call it created reads whole");
     assert_eq!(pending(&f).await, Vec::<String>::new());
     f.t.delete().await;
 }
