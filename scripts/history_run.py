@@ -109,15 +109,16 @@ def shape(rng, call, markers, templates):
     - B, A, B at once (replays and pending copies of two contents, in turns);
     - its erase, with B sent 0-50 ms after the erase began (a send the erase may or may not
       remove: either way, whole).
-    Half of the first two bring the fault their order needs, aimed at this call through the
-    fault layer's `contains` (a rule the episodes do not clear): the erase's S3 DELETE of
-    the frame applied 3 s late; A's DynamoDB requests failing until A is answered (202) and
-    its commit reading its copy 2 s late, so that B is stored first."""
+    Half of the first three bring the fault their order needs, aimed at this call through
+    the fault layer's `contains` (a rule the episodes do not clear): the erase's S3 DELETE
+    of the frame applied 3 s late; A's DynamoDB requests failing until A is answered (202)
+    and its commit reading its copy 2 s late, so that B is stored first; or, in place of
+    the third, A's write applied but its reply held 4.5 s (202), then B, then a pause."""
     first_marker = next(markers)
     large = rng.random() < 0.7
     first = templates.create(call, first_marker, large)
     kind = rng.randrange(4)
-    # Half of the first two kinds bring the fault their order needs, aimed at this call.
+    # Half of the first three kinds bring the fault their order needs, aimed at this call.
     aim = rng.random() < 0.5
     if kind == 0:
         # The erase's S3 DELETE of the frame applied 3 s late, after the same bytes were
@@ -141,6 +142,16 @@ def shape(rng, call, markers, templates):
             Planned("pause", call, None, None, "", str(PAUSE)),
             Planned("create", call, first_marker, first, "one_shot", "replay"),
         ), arm=detour, disarm=bool(detour))
+    if kind == 2 and aim:
+        # A's write applied at once but its reply held past the function's patience (202,
+        # and a pending copy of the same submission), then B stored: A once, not twice
+        # (finding 4).
+        late_reply = tuple({"op": op, "fault": "delay", "seconds": 4.5, "times": 1, "table": "{calls}",
+                            "contains": '"{pk}"'} for op in ("PutItem", "TransactWriteItems"))
+        return Planned("create", call, first_marker, first, "one_shot", "shape: a answered late, then b", (
+            Planned("create", call, second_marker, second, "one_shot"),
+            Planned("pause", call, None, None, "", str(PAUSE)),
+        ), arm=late_reply)
     if kind == 2:
         return Planned("create", call, first_marker, first, "one_shot", "shape: a, b, a, b", (
             Planned("create", call, second_marker, second, "one_shot"),

@@ -55,7 +55,7 @@ def test_shapes_are_woven_in_without_changing_the_rest_of_the_schedule():
     assert rest == [(p.kind, p.call, p.client, p.note) for p in plain], "the same decisions, shapes aside"
     notes = {p.note for p in shaped if p.then}
     assert notes == {"shape: erase then the same", "shape: a, b, then a again", "shape: a, b, a, b",
-                     "shape: a send during its erase"}, notes
+                     "shape: a answered late, then b", "shape: a send during its erase"}, notes
     aimed = [p for p in shaped if p.arm or any(q.arm for q in p.then)]
     assert aimed, "some shapes bring their own fault"
     for p in (p for p in shaped if p.note == "shape: a, b, then a again" and p.arm):
