@@ -108,11 +108,7 @@ impl Store {
                 let buried = tried_head && names_erased(head, id);
                 return Ok(Erased { items: removed + usize::from(buried) });
             }
-            upto = items
-                .iter()
-                .flat_map(|i| [get_u64(i, "updated_at"), get_u64(i, SEEN_AT)])
-                .flatten()
-                .fold(upto, u64::max);
+            upto = items.iter().filter_map(super::order_time).fold(upto, u64::max);
             // Marked first: from here on readers find no call, whatever of it is left if
             // this erase stops part-way; the next erase finishes it. The mark holds the
             // latest boundary of the erases under way, raised before anything it covers is

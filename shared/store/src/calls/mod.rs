@@ -579,7 +579,8 @@ fn dropped() -> StoreError {
     StoreError::Internal("a submission without a received time was dropped".into())
 }
 
-/// When the head's content was last received: its submission's receipt, or a later replay's.
+/// When an item's content was last received: its submission's receipt, or a later
+/// replay's (noted on the head).
 fn order_time(head: &Item) -> Option<u64> {
     let seen = get_u64(head, item::SEEN_AT);
     get_u64(head, "updated_at").map(|at| seen.map_or(at, |seen| seen.max(at)))
