@@ -5,7 +5,8 @@
 //! a sweep's listing pages, and how long tombstones and pending copies live; then what a
 //! second review found: a direct write landed after an erase, two erases at once, replays
 //! ordered among pending sends, a send an erase removed though received after it began, and
-//! a send creating the call anew while the erase finished.
+//! a send creating the call anew while the erase finished; and the frame an unchanged
+//! pending copy's direct write left (the history checker).
 
 use std::time::{Duration, Instant};
 
@@ -647,5 +648,38 @@ async fn a_send_creating_the_call_anew_after_the_burial_keeps_its_frame() {
     sweep(&f).await;
     assert!(reads_as(&f, "anew", &body).await, "the call it created reads whole");
     assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}
+
+/// A send whose direct write wrote its frame, then gave up (202) before DynamoDB took it,
+/// while another send stored the same content: its pending copy is committed unchanged. The
+/// frame no item names is removed once its direct write can no longer be in flight
+/// (`FRAME_SKEW` after its receipt); a younger copy waits until then (it left an orphan
+/// frame: the history checker, seed 37).
+#[tokio::test]
+async fn an_unchanged_pending_copy_removes_its_direct_writes_frame_once_that_write_is_over() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let body = large_body("twice", 14);
+    let first = post(&f, &body).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let raw = serde_json::to_vec(&body).unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let frame_of = |r: &Receipt| call_ingest_store::calls::Frames::key(1, "twice", &r.token);
+    // Received 25 s ago: its direct write is over. Received now: it may still be in flight.
+    let (old, young) = (Receipt::new(now_ms() - 25_000).unwrap(), Receipt::new(now_ms()).unwrap());
+    for r in [&old, &young] {
+        let frame = b"its direct write's frame".to_vec().into();
+        store.frames().put(&frame_of(r), frame, owner, "twice", r.received_ms).await.unwrap();
+        store.put_pending(owner, Operation::CreateCall, "twice", &raw, r).await.unwrap();
+    }
+    let swept = sweep_within(&f, 3).await;
+    assert_eq!((swept.committed, swept.left), (1, 1), "{swept:?}");
+    let objects = f.t.objects().await;
+    assert!(!objects.contains(&frame_of(&old)), "the old copy's frame is removed: {objects:?}");
+    assert!(objects.contains(&frame_of(&young)), "the young copy's frame is kept: {objects:?}");
+    assert_eq!(pending(&f).await.len(), 1, "the young copy waits for its direct write's time");
+    assert!(reads_as(&f, "twice", &body).await, "the call reads whole");
     f.t.delete().await;
 }

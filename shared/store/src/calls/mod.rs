@@ -223,12 +223,23 @@ impl Store {
         let unused = match &result {
             // An erase won: no item of this submission can be written any more.
             Ok(None) => true,
-            // Its content was there already, under another submission. Only a direct one
-            // knows no other commit of its identity runs (a pending copy is made only when
-            // the direct write did not finish); one of its own items may name it all the
-            // same (an attempt applied without an answer).
+            // Its content was there already, under another submission. A direct one knows
+            // no other commit of its identity runs (a pending copy is made only when the
+            // direct write did not finish); one of its own items may name it all the same
+            // (an attempt applied without an answer).
             Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
                 !self.holds_identity(&sub, None).await.unwrap_or(true)
+            }
+            // A pending copy's direct write may have written the frame and may still be in
+            // flight, and name it yet: past the direct write's time (`FRAME_SKEW` after its
+            // receipt) the frame is removed unless an item names it; before, the copy is
+            // kept, and committed again then (a sweep's next pass, the queue's message).
+            Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && external.is_some() => {
+                let named = self.holds_identity(&sub, None).await?;
+                if !named && sub.received_ms + pending::FRAME_SKEW.as_millis() as u64 > now_ms() {
+                    return Err(StoreError::Unavailable("its direct write may still be in flight".into()));
+                }
+                !named
             }
             _ => false,
         };
