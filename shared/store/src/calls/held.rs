@@ -63,8 +63,21 @@ pub struct Release {
     pub held: usize,
     /// Held past [`HELD_FOR`]: set aside under `failed/`.
     pub expired: usize,
+    /// Moved to `pending/` while their call was being erased: deleted, as the erase
+    /// would have (it may have listed `pending/` before they were there).
+    pub erased: usize,
     /// Not looked at: storage failed, or the release ran out of time.
     pub left: usize,
+}
+
+impl std::ops::AddAssign for Release {
+    fn add_assign(&mut self, other: Release) {
+        self.released += other.released;
+        self.held += other.held;
+        self.expired += other.expired;
+        self.erased += other.erased;
+        self.left += other.left;
+    }
 }
 
 /// Held reports' metadata, read once per instance (an object's metadata never changes), so
@@ -159,12 +172,11 @@ impl Store {
             .buffer_unordered(RELEASE_PARALLEL)
             .collect()
             .await;
-        Ok(released.into_iter().fold(Release::default(), |a, b| Release {
-            released: a.released + b.released,
-            held: a.held + b.held,
-            expired: a.expired + b.expired,
-            left: a.left + b.left,
-        }))
+        let mut release = Release::default();
+        for r in released {
+            release += r;
+        }
+        Ok(release)
     }
 
     /// Releases one call's held reports, oldest first; the first that fails leaves the
@@ -186,6 +198,7 @@ impl Store {
                 Ok(Some(Fate::Pending)) => release.released += 1,
                 Ok(Some(Fate::Held)) => release.held += 1,
                 Ok(Some(Fate::Expired)) => release.expired += 1,
+                Ok(Some(Fate::Erased)) => release.erased += 1,
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(key, error = %e, "held report not released; next sweep");
@@ -245,9 +258,29 @@ impl Store {
             ("operation".to_owned(), held.operation.clone()),
             (super::pending::SINCE.to_owned(), now_ms().to_string()),
         ]);
-        self.frames.move_object(&held.key, &format!("{PREFIX}{}", strip(&held.key)), Some(metadata)).await?;
+        let pending = format!("{PREFIX}{}", strip(&held.key));
+        self.frames.move_object(&held.key, &pending, Some(metadata)).await?;
         self.forget_held(&held.key);
+        // An erase of its call marks the head, then lists `pending/` and `held/`: it may have
+        // listed `pending/` before the copy was there, and `held/` after the report left.
+        // The head read after the copy was written shows that erase's mark (or its
+        // tombstone), so the copy goes as the erase would have taken it; a mark written
+        // after this read comes before the erase's listing, which then finds the copy.
+        if self.erased_after(held.workspace_id, &held.call_id, held.received_ms).await? {
+            self.frames.delete(&pending).await?;
+            return Ok(Some(Fate::Erased));
+        }
         Ok(Some(Fate::Pending))
+    }
+
+    /// Whether call `call_id` of `workspace_id` is being erased, or was, by an erase that
+    /// takes a copy received at `received_ms` (its boundary is at or after it).
+    async fn erased_after(&self, workspace_id: u64, call_id: &str, received_ms: u64) -> Result<bool, StoreError> {
+        let head = self.item(&super::item::call_pk(workspace_id, call_id), super::item::HEAD).await?;
+        Ok(head.is_some_and(|h| {
+            let marked = super::item::get_u64(&h, super::item::ERASING).is_some_and(|mark| mark >= received_ms);
+            marked || super::item::erased_at(&h) >= received_ms
+        }))
     }
 }
 
@@ -260,6 +293,8 @@ enum Fate {
     Pending,
     Held,
     Expired,
+    /// Moved, then deleted: its call is being erased.
+    Erased,
 }
 
 /// A release's lookups: the agent of each hook and named remote id, looked up once.

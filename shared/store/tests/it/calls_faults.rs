@@ -656,3 +656,40 @@ async fn a_release_whose_agent_lookup_fails_leaves_every_report_within_its_deadl
     assert_eq!(store.held(1).await.unwrap().len(), calls, "every report still held");
     t.delete().await;
 }
+
+/// A held report released while its call is erased: the erase marks the call and lists
+/// `pending/` (answered late: the report is still held then), the release moves the report
+/// to `pending/`, and the erase lists `held/` (the report has left it). The release finds
+/// the erase's mark and deletes the copy: nothing received before the erase is left in
+/// the bucket when it answers. (A review found the copy left behind, erased content kept
+/// until a commit dropped it.)
+#[tokio::test]
+async fn a_held_report_released_while_its_call_is_erased_is_not_left_pending() {
+    use call_ingest_store::calls::held::Hold;
+    use call_ingest_store::calls::Receipt;
+    let t = Tables::new().await;
+    let store = store(&t);
+    let (doc, raw) = small_call("released", "x");
+    let id = store.put_call(OWNER, &doc, &raw).await.unwrap().id;
+    let hold =
+        Hold { workspace_id: 1, hook_id: "hook_1", named: None, operation: Operation::CreateCall, call_id: "released" };
+    let (_, report) = small_call("released", "y");
+    store.put_held(hold, &report, &Receipt::now().unwrap()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    // The erase's first listing (its call's pending copies) is answered 1.5 s late.
+    let listing =
+        t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 1.5, "times": 1}));
+    let erase = store.erase_call(1, "released", id);
+    let release = async {
+        while t.fired(listing) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        store.release_held(deadline, |_| async { Ok(Some(OWNER.agent_id.to_owned())) }).await.unwrap()
+    };
+    let (erased, released) = tokio::join!(erase, release);
+    assert!(erased.is_ok(), "{erased:?}");
+    assert_eq!(released.erased, 1, "{released:?}");
+    assert_eq!(t.objects().await, Vec::<String>::new(), "nothing of the erased call is left");
+    t.delete().await;
+}
