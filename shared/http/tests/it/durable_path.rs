@@ -683,3 +683,70 @@ async fn an_unchanged_pending_copy_removes_its_direct_writes_frame_once_that_wri
     assert!(reads_as(&f, "twice", &body).await, "the call reads whole");
     f.t.delete().await;
 }
+
+/// The copy of the last test whose frame was removed is committed again (its delete failed,
+/// or its instance was killed) after other content came: it is kept below that content as a
+/// revision, and writes its frame anew (an erase's marker there would have left the revision
+/// naming no frame: a review of the fix).
+#[tokio::test]
+async fn a_copy_committed_again_after_its_frame_was_removed_writes_it_anew() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let body = large_body("again", 15);
+    assert_eq!(post(&f, &body).await.status, 201);
+    let raw = serde_json::to_vec(&body).unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let receipt = Receipt::new(now_ms() - 25_000).unwrap();
+    let frame_key = call_ingest_store::calls::Frames::key(1, "again", &receipt.token);
+    let frame = b"its direct write's frame".to_vec().into();
+    store.frames().put(&frame_key, frame, owner, "again", receipt.received_ms).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "again", &raw, &receipt).await.unwrap();
+    assert_eq!(sweep(&f).await.committed, 1);
+    assert!(!f.t.objects().await.contains(&frame_key), "removed: nothing names it");
+    // The copy again, after different content was stored.
+    store.put_pending(owner, Operation::CreateCall, "again", &raw, &receipt).await.unwrap();
+    let newer = large_body("again", 16);
+    assert_eq!(post(&f, &newer).await.status, 200);
+    let swept = sweep(&f).await;
+    assert_eq!((swept.committed, swept.left), (1, 0), "{swept:?}");
+    let call = store.get_call(1, "again", true).await.unwrap().expect("the call reads whole");
+    assert_eq!(call.current.raw, serde_json::to_vec(&newer).unwrap());
+    assert!(call.revisions.iter().any(|r| r.raw == raw), "the copy is a revision, and reads");
+    f.t.delete().await;
+}
+
+/// A commit of a pending copy finds its frame there (its PUT answers 412), then another
+/// commit of the same copy, judging it against an older head, deletes that frame before the
+/// first writes the item naming it: the first, seeing the frame gone after its write, puts
+/// it back (the call read "no such call" for good: a review of the fix).
+#[tokio::test]
+async fn a_commit_whose_frame_another_commit_removed_puts_it_back() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    assert_eq!(post(&f, &large_body("restored", 17)).await.status, 201);
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let body = large_body("restored", 18);
+    let raw = serde_json::to_vec(&body).unwrap();
+    let receipt = Receipt::new(now_ms()).unwrap();
+    let frame_key = call_ingest_store::calls::Frames::key(1, "restored", &receipt.token);
+    // Its direct write's frame (any bytes: the other commit removes it).
+    let frame = b"its direct write's frame".to_vec().into();
+    store.frames().put(&frame_key, frame, owner, "restored", receipt.received_ms).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "restored", &raw, &receipt).await.unwrap();
+    // The commit's PUT of the frame is answered (412) 1.5 s late; the frame goes meanwhile.
+    let token = receipt.token.clone();
+    let put = f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 1.5,
+                               "contains": token, "times": 1}));
+    let remove = async {
+        while f.t.fired(put) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        f.t.s3.delete_object().bucket(&f.t.bucket).key(&frame_key).send().await.unwrap();
+    };
+    let (swept, ()) = tokio::join!(sweep(&f), remove);
+    assert_eq!((swept.committed, swept.left), (1, 0), "{swept:?}");
+    assert!(reads_as(&f, "restored", &body).await, "the call reads whole");
+    f.t.delete().await;
+}
