@@ -81,8 +81,7 @@ impl Frames {
 
     /// Writes `frame` at `key` unless an object is there already: the same bytes (one
     /// submission's), or an erase's marker (the call was erased: nothing will name it). Its
-    /// digest goes in its metadata, for an operator comparing it with its items'. Answers
-    /// whether this request wrote it (`false`: an object was there).
+    /// digest goes in its metadata, for an operator comparing it with its items'.
     pub async fn put(
         &self,
         key: &str,
@@ -90,7 +89,7 @@ impl Frames {
         owner: Owner<'_>,
         call_id: &str,
         received_ms: u64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(), StoreError> {
         let digest = hex(&Sha256::digest(&frame)[..16]);
         let result = self
             .client
@@ -108,20 +107,11 @@ impl Frames {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(()),
             // 412: the object exists: this submission's frame (one content: the pipeline is
             // deterministic), or an erase's marker (then nothing will name it).
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(false),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(()),
             Err(e) => Err(s3_error(e)),
-        }
-    }
-
-    /// Whether no object is at `key` (neither a frame nor an erase's marker).
-    pub async fn is_missing(&self, key: &str) -> Result<bool, StoreError> {
-        match self.client.head_object().bucket(&self.bucket).key(key).send().await {
-            Ok(_) => Ok(false),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(true),
-            Err(e) => Err(StoreError::from_sdk(e)),
         }
     }
 

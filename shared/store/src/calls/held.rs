@@ -259,8 +259,8 @@ impl Store {
             (super::pending::SINCE.to_owned(), now_ms().to_string()),
         ]);
         let pending = format!("{PREFIX}{}", strip(&held.key));
-        // Looked at even when the move failed part-way (copied, not deleted from held/).
-        let moved = self.frames.move_object(&held.key, &pending, Some(metadata)).await;
+        self.frames.move_object(&held.key, &pending, Some(metadata)).await?;
+        self.forget_held(&held.key);
         // An erase of its call marks the head, then lists `pending/` and `held/`: it may have
         // listed `pending/` before the copy was there, and `held/` after the report left.
         // The head read after the copy was written shows that erase's mark (or its
@@ -268,12 +268,8 @@ impl Store {
         // after this read comes before the erase's listing, which then finds the copy.
         if self.erased_after(held.workspace_id, &held.call_id, held.received_ms).await? {
             self.frames.delete(&pending).await?;
-            moved?;
-            self.forget_held(&held.key);
             return Ok(Some(Fate::Erased));
         }
-        moved?;
-        self.forget_held(&held.key);
         Ok(Some(Fate::Pending))
     }
 

@@ -75,8 +75,6 @@ struct Attempt<'a> {
     maybe_applied: bool,
     /// It found the call being erased, and waits.
     met_erase: bool,
-    /// Its frame's PUT found an object there (its direct write's frame, or a marker).
-    found_frame: bool,
 }
 
 /// What a call holds of a submission that may be stored already.
@@ -220,13 +218,7 @@ impl Store {
         let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
         // A pending copy's frame may have been written by its direct write already.
         let wrote_frame = path == Path::Pending;
-        let mut attempt = Attempt {
-            external: external.as_ref(),
-            wrote_frame,
-            maybe_applied: false,
-            met_erase: false,
-            found_frame: false,
-        };
+        let mut attempt = Attempt { external: external.as_ref(), wrote_frame, maybe_applied: false, met_erase: false };
         let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
         let unused = match &result {
             // An erase won: no item of this submission can be written any more.
@@ -238,16 +230,23 @@ impl Store {
             Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
                 !self.holds_identity(&sub, None).await.unwrap_or(true)
             }
+            // A pending copy's direct write may have written the frame and may still be in
+            // flight, and name it yet: past the direct write's time (`FRAME_SKEW` after its
+            // receipt) the frame is removed unless an item names it; before, the copy is
+            // kept, and committed again then (a sweep's next pass, the queue's message).
+            Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && external.is_some() => {
+                let named = self.holds_identity(&sub, None).await?;
+                if !named && sub.received_ms + pending::FRAME_SKEW.as_millis() as u64 > now_ms() {
+                    return Err(StoreError::Unavailable("its direct write may still be in flight".into()));
+                }
+                !named
+            }
             _ => false,
         };
         if let (true, true, Some((key, _))) = (unused, attempt.wrote_frame, &external) {
             if let Err(e) = self.frames.erase(key).await {
                 tracing::warn!(error = %e, "an unused frame was not removed");
             }
-        }
-        if let (Path::Pending, Some((key, frame)), Ok(Some(stored))) = (path, &external, &result) {
-            let written = (owner, call_id, key.as_str(), frame);
-            self.settle_frame(&sub, written, stored.outcome, attempt.found_frame).await?;
         }
         let waits = path == Path::Direct && attempt.met_erase && !attempt.maybe_applied && attempt.wrote_frame;
         if let (true, Some((key, _))) = (waits, &external) {
@@ -259,48 +258,6 @@ impl Store {
             }
         }
         result
-    }
-
-    /// After a pending copy's commit stored `outcome`, its frame at `key`: removed when the
-    /// copy changed nothing and no item names it (its direct write wrote it, then gave up),
-    /// and written again when the copy's items name it but it is gone.
-    ///
-    /// Two commits of one copy may run at once (the queue's and a sweep's) and judge it
-    /// against different heads: one finds its content there and removes the frame, the other
-    /// found the frame (its PUT answered 412) and then writes an item naming it. So the
-    /// frame is deleted, not blanked with an erase's marker, and each side looks after its
-    /// own write: the remover checks for an item naming it, the writer for the frame. One of
-    /// the two sees the other's write and puts the frame back. A copy committed again after
-    /// its frame was removed (its delete failed, its instance was killed) writes it anew.
-    ///
-    /// Its direct write may still be in flight and name the frame yet: before `FRAME_SKEW`
-    /// after its receipt (the direct write's time, and then some), nothing is removed and the
-    /// copy is kept, to be committed again then (a sweep's next pass, the queue's message).
-    async fn settle_frame(
-        &self,
-        sub: &Submission,
-        (owner, call_id, key, frame): (Owner<'_>, &str, &str, &bytes::Bytes),
-        outcome: Outcome,
-        found_frame: bool,
-    ) -> Result<(), StoreError> {
-        let put_back = || self.frames.put(key, frame.clone(), owner, call_id, sub.received_ms);
-        if outcome != Outcome::Unchanged {
-            if found_frame && self.frames.is_missing(key).await? {
-                put_back().await?;
-            }
-            return Ok(());
-        }
-        if self.holds_identity(sub, None).await? {
-            return Ok(());
-        }
-        if sub.received_ms + pending::FRAME_SKEW.as_millis() as u64 > now_ms() {
-            return Err(StoreError::Unavailable("its direct write may still be in flight".into()));
-        }
-        self.frames.delete(key).await?;
-        if self.holds_identity(sub, None).await? {
-            put_back().await?;
-        }
-        Ok(())
     }
 
     /// The attempts at writing a prepared submission (see [`Store::commit`]).
@@ -352,7 +309,7 @@ impl Store {
                     return unchanged(other, requests).map(Some);
                 }
             }
-            attempt.found_frame = !self.frames.put(key, frame.clone(), owner, call_id, received).await?;
+            self.frames.put(key, frame.clone(), owner, call_id, received).await?;
             attempt.wrote_frame = true;
             seen = Some(head);
         }
@@ -459,7 +416,8 @@ impl Store {
                 // that replays the content current when it was received adds nothing either.
                 requests += 1;
                 if self.identity_or_replay(sub, Some(&head), path == Path::Pending).await? != Found::Neither {
-                    // A replay found here wrote its frame: `Store::settle_frame` removes it.
+                    // A replay found here wrote its frame: left, as a rare orphan, since its
+                    // direct write may still land a revision naming it.
                     return unchanged(&head, requests).map(Some);
                 }
             }

@@ -321,8 +321,6 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
                 ("s3:DeleteObject", "pending/*"),
                 ("s3:PutObject", "frames/*"),
                 ("s3:PutObject", "failed/*"),
-                ("s3:GetObject", "frames/*"),
-                ("s3:DeleteObject", "frames/*"),
                 ("s3:GetObject", "held/*"),
                 ("s3:DeleteObject", "held/*"),
                 ("s3:PutObject", "pending/*"),
