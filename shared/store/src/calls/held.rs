@@ -259,18 +259,20 @@ impl Store {
             (super::pending::SINCE.to_owned(), now_ms().to_string()),
         ]);
         let pending = format!("{PREFIX}{}", strip(&held.key));
-        self.frames.move_object(&held.key, &pending, Some(metadata)).await?;
-        self.forget_held(&held.key);
+        // Looked at even when the move failed part-way (copied, not deleted from held/).
+        let moved = self.frames.move_object(&held.key, &pending, Some(metadata)).await;
         // An erase of its call marks the head, then lists `pending/` and `held/`: it may have
         // listed `pending/` before the copy was there, and `held/` after the report left.
         // The head read after the copy was written shows that erase's mark (or its
         // tombstone), so the copy goes as the erase would have taken it; a mark written
         // after this read comes before the erase's listing, which then finds the copy.
-        if self.erased_after(held.workspace_id, &held.call_id, held.received_ms).await? {
+        let erased = self.erased_after(held.workspace_id, &held.call_id, held.received_ms).await;
+        if *erased.as_ref().unwrap_or(&false) {
             self.frames.delete(&pending).await?;
-            return Ok(Some(Fate::Erased));
         }
-        Ok(Some(Fate::Pending))
+        moved?;
+        self.forget_held(&held.key);
+        Ok(Some(if erased? { Fate::Erased } else { Fate::Pending }))
     }
 
     /// Whether call `call_id` of `workspace_id` is being erased, or was, by an erase that

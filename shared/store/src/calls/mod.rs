@@ -230,16 +230,10 @@ impl Store {
             Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
                 !self.holds_identity(&sub, None).await.unwrap_or(true)
             }
-            // A pending copy's direct write may have written the frame and may still be in
-            // flight, and name it yet: past the direct write's time (`FRAME_SKEW` after its
-            // receipt) the frame is removed unless an item names it; before, the copy is
-            // kept, and committed again then (a sweep's next pass, the queue's message).
+            // A pending copy: the frame its direct write may have written is unused once its
+            // verdict is kept on the head.
             Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && external.is_some() => {
-                let named = self.holds_identity(&sub, None).await?;
-                if !named && sub.received_ms + pending::FRAME_SKEW.as_millis() as u64 > now_ms() {
-                    return Err(StoreError::Unavailable("its direct write may still be in flight".into()));
-                }
-                !named
+                self.keep_unchanged(&sub).await?
             }
             _ => false,
         };
@@ -258,6 +252,40 @@ impl Store {
             }
         }
         result
+    }
+
+    /// A pending copy committed unchanged (its content was there already, under another
+    /// submission): the frame its direct write may have written is named by no item, and it
+    /// never will be once its token is among the head's committed ones. Every commit of it
+    /// still to come or in flight (the queue's and a sweep's at once, the copy committed
+    /// again after its delete failed, its direct write applied late) then finds it committed
+    /// and writes nothing, as every write of the head is conditioned on the committed tokens
+    /// it read. So the token is noted first, on the head as read, while that head still says
+    /// "unchanged" for this copy; then the frame is unused and is erased. `Ok(false)`: an
+    /// item names the frame, or the call is gone (its erase takes the frame). `Err`: the head
+    /// changed meanwhile; the copy is kept and committed again later.
+    ///
+    /// (Erasing the frame on the verdict alone left it to be named: a second commit of the
+    /// copy, judging it against a newer head, found the erase's marker with its PUT's 412 and
+    /// wrote a revision naming it, which read "no such call" for good.)
+    async fn keep_unchanged(&self, sub: &Submission) -> Result<bool, StoreError> {
+        let Some(head) = self.head(&sub.pk).await? else { return Ok(false) };
+        if sub.was_committed_before(&head) {
+            // Noted already (by another commit of it, or before an instance was killed).
+            return Ok(!self.holds_identity(sub, None).await?);
+        }
+        match self.identity_or_replay(sub, Some(&head), true).await? {
+            Found::Identity => return Ok(false),
+            Found::Replay => {}
+            Found::Neither if sub.same_content(&head) || sub.kept_late(&head) => {}
+            Found::Neither => {
+                return Err(StoreError::Unavailable("the call changed while its copy was committed".into()))
+            }
+        }
+        match self.note_committed(&sub.pk, &head, &sub.token).await? {
+            true => Ok(true),
+            false => Err(StoreError::Unavailable("the call changed while its copy was committed".into())),
+        }
     }
 
     /// The attempts at writing a prepared submission (see [`Store::commit`]).

@@ -61,7 +61,7 @@ pub const FAILED_PREFIX: &str = "failed/";
 /// nothing names. A frame written since may be a send's still in flight, which may yet
 /// store a call over the erase's tombstone and name it: a direct write gives up after the
 /// store's 18 s deadline; S3 and Lambda keep NTP time, well within the 2 s more.
-pub(super) const FRAME_SKEW: std::time::Duration = std::time::Duration::from_secs(20);
+const FRAME_SKEW: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Calls a sweep commits at once (as memory allows: [`MEMORY_BUDGET`]).
 pub const SWEEP_PARALLEL: usize = 16;

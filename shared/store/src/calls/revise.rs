@@ -7,7 +7,7 @@
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, ERASED_AT, ERASED_IDS, SEEN_AT};
+use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, COMMITTED, ERASED_AT, ERASED_IDS, SEEN_AT};
 use super::submission::{add_committed, id_and_revision, tokens, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
@@ -99,6 +99,37 @@ impl Store {
         super::error::updated(update.send().await)
     }
 
+    /// Notes on the head `old` (as read) that the pending submission `token` is committed
+    /// into it (it changed nothing: `Store::keep_unchanged`), only while the head is still
+    /// that revision, written by the same submission, and not being erased. `false`: it
+    /// changed first (or another transaction held it).
+    pub(super) async fn note_committed(&self, pk: &str, old: &Item, token: &str) -> Result<bool, StoreError> {
+        let (id, revision) = id_and_revision(old)?;
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(super::item::HEAD))
+            .update_expression("ADD #committed :token")
+            .expression_attribute_names("#committed", COMMITTED)
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#revision", "revision")
+            .expression_attribute_names("#erasing", super::item::ERASING)
+            .expression_attribute_values(":token", aws_sdk_dynamodb::types::AttributeValue::Ss(vec![token.to_owned()]))
+            .expression_attribute_values(":id", n(id))
+            .expression_attribute_values(":revision", n(revision));
+        let condition = "#id = :id AND #revision = :revision AND attribute_not_exists(#erasing)";
+        let update = match get_s(old, "submission") {
+            Some(written_by) => update
+                .condition_expression(format!("{condition} AND #submission = :written_by"))
+                .expression_attribute_names("#submission", "submission")
+                .expression_attribute_values(":written_by", s(written_by)),
+            None => update.condition_expression(format!("{condition} AND attribute_not_exists(#submission)")),
+        };
+        super::error::updated(update.send().await)
+    }
+
     /// Runs the transaction that writes `revision` of call `id`; `Ok(None)` when the head
     /// changed first (or another transaction held it).
     async fn write_revision(
@@ -140,16 +171,23 @@ impl Store {
             Some(at) => (put.expression_attribute_values(":replayed", at.clone()), "#replayed = :replayed"),
             None => (put, "attribute_not_exists(#replayed)"),
         };
+        // Nor over a pending copy's token noted since (`Store::keep_unchanged`): the new head
+        // must carry it, or a commit of that copy to come would find it nowhere.
+        let put = put.expression_attribute_names("#committed", COMMITTED);
+        let (put, committed) = match old.get(COMMITTED) {
+            Some(tokens) => (put.expression_attribute_values(":committed", tokens.clone()), "#committed = :committed"),
+            None => (put, "attribute_not_exists(#committed)"),
+        };
         let put = match get_s(old, "submission") {
             Some(token) => put
                 .condition_expression(format!(
                     "#revision = :seen AND #id = :id AND #submission = :token AND attribute_not_exists(#erasing) \
-                     AND {replayed}"
+                     AND {replayed} AND {committed}"
                 ))
                 .expression_attribute_values(":token", s(token)),
             None => put.condition_expression(format!(
                 "#revision = :seen AND #id = :id AND attribute_not_exists(#submission) \
-                 AND attribute_not_exists(#erasing) AND {replayed}"
+                 AND attribute_not_exists(#erasing) AND {replayed} AND {committed}"
             )),
         };
         Ok(put.build()?)
