@@ -755,3 +755,49 @@ async fn a_write_that_read_the_head_before_a_copys_note_carries_the_note_on() {
     assert_eq!(call.revisions.len(), 1, "the copy added no revision");
     f.t.delete().await;
 }
+
+/// An erase that read the call before an unchanged copy's token was noted on it: its
+/// tombstone keeps the note (the burial is conditioned on the noted tokens it read, so it
+/// reads the call again), and the copy committed again after the erase writes nothing over
+/// the tombstone. (The tombstone dropped the note: the copy, received after the erase began,
+/// created the call anew naming its erased frame, a call that read "no such call" for
+/// good: a review of the fix.)
+#[tokio::test]
+async fn an_erase_keeps_the_noted_copies_and_a_noted_copy_never_names_its_erased_frame() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let body = large_body("noted", 21);
+    let first = post(&f, &body).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let raw = serde_json::to_vec(&body).unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    // The erase's first reading of the call is answered 1.5 s late.
+    let read = f.t.fault(json!({"op": "Query", "fault": "delay", "seconds": 1.5,
+                                "contains": "CALL#1#noted", "times": 1}));
+    let erase = store.erase_call(1, "noted", id);
+    let copy = async {
+        while f.t.fired(read) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // A send of the same content received since, whose direct write left its frame.
+        let receipt = Receipt::new(now_ms()).unwrap();
+        let frame = b"its direct write's frame".to_vec().into();
+        let key = call_ingest_store::calls::Frames::key(1, "noted", &receipt.token);
+        store.frames().put(&key, frame, owner, "noted", receipt.received_ms).await.unwrap();
+        store.put_pending(owner, Operation::CreateCall, "noted", &raw, &receipt).await.unwrap();
+        (receipt, sweep_within(&f, 1).await)
+    };
+    let (erased, (receipt, swept)) = tokio::join!(erase, copy);
+    assert!(erased.is_ok(), "{erased:?}");
+    assert_eq!(swept.committed, 1, "noted as committed into the call: {swept:?}");
+    // The copy again (its delete failed, or a second commit of it ran late).
+    store.put_pending(owner, Operation::CreateCall, "noted", &raw, &receipt).await.unwrap();
+    let swept = sweep(&f).await;
+    assert_eq!((swept.committed, swept.left), (0, 0), "{swept:?}");
+    let head = store.raw_head(1, "noted").await.unwrap().expect("a tombstone");
+    assert!(call_ingest_store::calls::item::is_tombstone(&head), "nothing created over the erase: {head:?}");
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}

@@ -4,7 +4,7 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{get_s, n, s, Item, ERASED_AT, ERASED_IDS};
+use super::item::{get_s, n, s, Item, COMMITTED, ERASED_AT, ERASED_IDS};
 use super::submission::Submission;
 use super::{Store, StoreError};
 
@@ -37,7 +37,9 @@ impl Store {
         let mut head = sub.head(id, 1, &sub.made_at());
         let mut put = Put::builder().table_name(&self.table).condition_expression(ON_NOTHING);
         if let Some(tombstone) = tombstone {
-            for carried in [ERASED_IDS, ERASED_AT] {
+            // The pending copies noted as committed into the erased call stay committed
+            // (`Store::keep_unchanged`): their frames are erased.
+            for carried in [ERASED_IDS, ERASED_AT, COMMITTED] {
                 if let Some(value) = tombstone.get(carried) {
                     head.insert(carried.into(), value.clone());
                 }

@@ -21,7 +21,8 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{
-    call_pk, get_s, get_u64, n, names_erased, s, Item, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD, SEEN_AT,
+    call_pk, get_s, get_u64, n, names_erased, s, Item, COMMITTED, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD,
+    SEEN_AT,
 };
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
@@ -96,6 +97,7 @@ impl Store {
                         ERASING,
                         ERASED_IDS,
                         ERASED_AT,
+                        COMMITTED,
                     ]),
                 )
                 .await?;
@@ -229,7 +231,10 @@ impl Store {
         erased.truncate(MAX_ERASED_IDS);
         let erased = erased.iter().map(u64::to_string).collect();
         let expires = super::now_ms() / 1000 + TOMBSTONE_TTL.as_secs();
-        let result = self
+        // The pending copies noted as committed into the call stay so on the tombstone (their
+        // frames are erased: `Store::keep_unchanged`), as the head read had them: a note
+        // since fails the condition, and the erase reads the head again.
+        let request = self
             .client
             .put_item()
             .table_name(&self.table)
@@ -240,16 +245,23 @@ impl Store {
             // Its own token: a create over it is conditioned on it being this tombstone.
             .item("submission", s(super::random_hex(8)?))
             .item(tables::TTL_ATTRIBUTE, n(expires))
-            .condition_expression("#id = :id AND #revision = :revision AND #erasing = :mark")
+            .expression_attribute_names("#committed", COMMITTED)
             .expression_attribute_names("#id", "id")
             .expression_attribute_names("#revision", "revision")
             .expression_attribute_names("#erasing", ERASING)
             .expression_attribute_values(":id", n(id))
             .expression_attribute_values(":revision", n(revision))
             .expression_attribute_values(":mark", n(mark))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let condition = "#id = :id AND #revision = :revision AND #erasing = :mark";
+        let request = match head.get(COMMITTED) {
+            Some(tokens) => request
+                .item(COMMITTED, tokens.clone())
+                .expression_attribute_values(":committed", tokens.clone())
+                .condition_expression(format!("{condition} AND #committed = :committed")),
+            None => request.condition_expression(format!("{condition} AND attribute_not_exists(#committed)")),
+        };
+        let result = request.send().await;
         match result {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(se)) => match se.into_err() {

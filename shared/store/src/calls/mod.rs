@@ -262,30 +262,34 @@ impl Store {
     /// and writes nothing, as every write of the head is conditioned on the committed tokens
     /// it read. So the token is noted first, on the head as read, while that head still says
     /// "unchanged" for this copy; then the frame is unused and is erased. `Ok(false)`: an
-    /// item names the frame, or the call is gone (its erase takes the frame). `Err`: the head
-    /// changed meanwhile; the copy is kept and committed again later.
+    /// item names the frame. `Err`: the call changed meanwhile (its content, or erased); the
+    /// copy is kept and committed again later.
     ///
     /// (Erasing the frame on the verdict alone left it to be named: a second commit of the
     /// copy, judging it against a newer head, found the erase's marker with its PUT's 412 and
     /// wrote a revision naming it, which read "no such call" for good.)
     async fn keep_unchanged(&self, sub: &Submission) -> Result<bool, StoreError> {
-        let Some(head) = self.head(&sub.pk).await? else { return Ok(false) };
-        if sub.was_committed_before(&head) {
-            // Noted already (by another commit of it, or before an instance was killed).
-            return Ok(!self.holds_identity(sub, None).await?);
-        }
-        match self.identity_or_replay(sub, Some(&head), true).await? {
-            Found::Identity => return Ok(false),
-            Found::Replay => {}
-            Found::Neither if sub.same_content(&head) || sub.kept_late(&head) => {}
-            Found::Neither => {
-                return Err(StoreError::Unavailable("the call changed while its copy was committed".into()))
+        let changed = || StoreError::Unavailable("the call changed while its copy was committed".into());
+        for round in 0..3 {
+            // Erased meanwhile: committed again, the copy is dropped with the call, or
+            // stored anew over the tombstone if received after the erase began.
+            let Some(head) = self.head(&sub.pk).await? else { return Err(changed()) };
+            if sub.was_committed_before(&head) {
+                // Noted already (by another commit of it, or before an instance was killed).
+                return Ok(!self.holds_identity(sub, None).await?);
             }
+            match self.identity_or_replay(sub, Some(&head), true).await? {
+                Found::Identity => return Ok(false),
+                Found::Replay => {}
+                Found::Neither if sub.same_content(&head) || sub.kept_late(&head) => {}
+                Found::Neither => return Err(changed()),
+            }
+            if self.note_committed(&sub.pk, &head, &sub.token).await? {
+                return Ok(true);
+            }
+            tokio::time::sleep(backoff(round)).await;
         }
-        match self.note_committed(&sub.pk, &head, &sub.token).await? {
-            true => Ok(true),
-            false => Err(StoreError::Unavailable("the call changed while its copy was committed".into())),
-        }
+        Err(changed())
     }
 
     /// The attempts at writing a prepared submission (see [`Store::commit`]).
@@ -302,7 +306,12 @@ impl Store {
         let received = sub.received_ms;
         // An erase after this submission was received wins over a pending copy (a direct
         // submission overlaps the erase: it may land either way).
-        let erased_since = |item: &Item| path == Path::Pending && erased_at(item) >= received;
+        // So does an erase of the call it was noted as committed into (`Store::keep_unchanged`:
+        // its frame is erased; the tombstone keeps the note).
+        let erased_since = |item: &Item| {
+            path == Path::Pending
+                && (erased_at(item) >= received || (is_tombstone(item) && sub.was_committed_before(item)))
+        };
         // The head as last read: `None` until read (a small call tries to create first).
         let mut seen: Option<Option<Item>> = None;
         if let Some((key, frame)) = attempt.external {
