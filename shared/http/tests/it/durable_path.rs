@@ -651,6 +651,38 @@ async fn a_send_creating_the_call_anew_after_the_burial_keeps_its_frame() {
     f.t.delete().await;
 }
 
+/// A large send of `body` received at `received` (epoch ms), whose direct write wrote its
+/// frame (any bytes: it is never read) and then gave up (202): its pending copy is kept.
+/// Answers its receipt and its frame's key.
+async fn left_by_a_direct_write(f: &TwoWorkspaces, call_id: &str, body: &Value, received: u64) -> (Receipt, String) {
+    let agent = owner_agent(f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let receipt = Receipt::new(received).unwrap();
+    let key = call_ingest_store::calls::Frames::key(1, call_id, &receipt.token);
+    let frame = b"its direct write's frame".to_vec().into();
+    f.backend.store().frames().put(&key, frame, owner, call_id, received).await.unwrap();
+    copy_again(f, call_id, body, &receipt).await;
+    (receipt, key)
+}
+
+/// The pending copy of send `receipt` of `body`, kept (again: its delete failed, or a second
+/// commit of it runs late).
+async fn copy_again(f: &TwoWorkspaces, call_id: &str, body: &Value, receipt: &Receipt) {
+    let agent = owner_agent(f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let raw = serde_json::to_vec(body).unwrap();
+    f.backend.store().put_pending(owner, Operation::CreateCall, call_id, &raw, receipt).await.unwrap();
+}
+
+/// Whether the call reads whole, revisions included, with `current` as its content and
+/// `revisions` earlier ones.
+async fn reads_with(f: &TwoWorkspaces, call_id: &str, current: &Value, revisions: usize) -> bool {
+    match f.backend.store().get_call(1, call_id, true).await {
+        Ok(Some(call)) => call.current.raw == serde_json::to_vec(current).unwrap() && call.revisions.len() == revisions,
+        _ => false,
+    }
+}
+
 /// A send whose direct write wrote its frame, then gave up (202) before DynamoDB took it,
 /// while another send stored the same content: its pending copy is committed unchanged, and
 /// the frame no item names is erased once the copy's token is noted on the head (it left an
@@ -661,26 +693,15 @@ async fn an_unchanged_pending_copy_erases_the_frame_its_direct_write_left() {
     let body = large_body("twice", 14);
     let first = post(&f, &body).await;
     assert_eq!(first.status, 201, "{}", first.body);
-    let raw = serde_json::to_vec(&body).unwrap();
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let store = f.backend.store();
-    let frame_of = |r: &Receipt| call_ingest_store::calls::Frames::key(1, "twice", &r.token);
     // Received before the stored send, and after it.
-    let (before, after) = (Receipt::new(now_ms() - 25_000).unwrap(), Receipt::new(now_ms()).unwrap());
-    for r in [&before, &after] {
-        let frame = b"its direct write's frame".to_vec().into();
-        store.frames().put(&frame_of(r), frame, owner, "twice", r.received_ms).await.unwrap();
-        store.put_pending(owner, Operation::CreateCall, "twice", &raw, r).await.unwrap();
-    }
+    let (_, before) = left_by_a_direct_write(&f, "twice", &body, now_ms() - 25_000).await;
+    let (_, after) = left_by_a_direct_write(&f, "twice", &body, now_ms()).await;
     let swept = sweep(&f).await;
     assert_eq!((swept.committed, swept.left), (2, 0), "{swept:?}");
     let objects = f.t.objects().await;
-    for r in [&before, &after] {
-        assert!(!objects.contains(&frame_of(r)), "the copy's frame is erased: {objects:?}");
-    }
+    assert!(!objects.contains(&before) && !objects.contains(&after), "the copies' frames are erased: {objects:?}");
     assert_eq!(pending(&f).await, Vec::<String>::new());
-    assert!(reads_as(&f, "twice", &body).await, "the call reads whole");
+    assert!(reads_with(&f, "twice", &body, 0).await, "the call reads whole");
     f.t.delete().await;
 }
 
@@ -694,25 +715,15 @@ async fn an_unchanged_copy_committed_again_after_new_content_changes_nothing() {
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
     let body = large_body("again", 15);
     assert_eq!(post(&f, &body).await.status, 201);
-    let raw = serde_json::to_vec(&body).unwrap();
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let store = f.backend.store();
-    let receipt = Receipt::new(now_ms() - 25_000).unwrap();
-    let frame_key = call_ingest_store::calls::Frames::key(1, "again", &receipt.token);
-    let frame = b"its direct write's frame".to_vec().into();
-    store.frames().put(&frame_key, frame, owner, "again", receipt.received_ms).await.unwrap();
-    store.put_pending(owner, Operation::CreateCall, "again", &raw, &receipt).await.unwrap();
+    let (receipt, frame) = left_by_a_direct_write(&f, "again", &body, now_ms() - 25_000).await;
     assert_eq!(sweep(&f).await.committed, 1);
-    assert!(!f.t.objects().await.contains(&frame_key), "erased: nothing names it");
-    store.put_pending(owner, Operation::CreateCall, "again", &raw, &receipt).await.unwrap();
+    assert!(!f.t.objects().await.contains(&frame), "erased: nothing names it");
+    copy_again(&f, "again", &body, &receipt).await;
     let newer = large_body("again", 16);
     assert_eq!(post(&f, &newer).await.status, 200);
     let swept = sweep(&f).await;
     assert_eq!((swept.committed, swept.left), (1, 0), "{swept:?}");
-    let call = store.get_call(1, "again", true).await.unwrap().expect("the call reads whole");
-    assert_eq!(call.current.raw, serde_json::to_vec(&newer).unwrap());
-    assert_eq!(call.revisions.len(), 1, "the copy added no revision");
+    assert!(reads_with(&f, "again", &newer, 1).await, "the call reads whole; the copy added no revision");
     f.t.delete().await;
 }
 
@@ -725,17 +736,10 @@ async fn a_write_that_read_the_head_before_a_copys_note_carries_the_note_on() {
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
     let body = large_body("inflight", 19);
     assert_eq!(post(&f, &body).await.status, 201);
-    let raw = serde_json::to_vec(&body).unwrap();
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let store = f.backend.store();
-    let receipt = Receipt::new(now_ms() - 25_000).unwrap();
-    let frame = b"its direct write's frame".to_vec().into();
-    let frame_key = call_ingest_store::calls::Frames::key(1, "inflight", &receipt.token);
-    store.frames().put(&frame_key, frame, owner, "inflight", receipt.received_ms).await.unwrap();
-    store.put_pending(owner, Operation::CreateCall, "inflight", &raw, &receipt).await.unwrap();
-    // The new content's read of the head is answered 2 s late; the copy is committed meanwhile.
-    let read = f.t.fault(json!({"op": "GetItem", "fault": "delay", "seconds": 2.0,
+    let (receipt, _) = left_by_a_direct_write(&f, "inflight", &body, now_ms() - 25_000).await;
+    // The new content's read of the head is answered 2.5 s late; the copy is committed
+    // meanwhile.
+    let read = f.t.fault(json!({"op": "GetItem", "fault": "delay", "seconds": 2.5,
                                 "contains": "CALL#1#inflight", "times": 1}));
     let newer = large_body("inflight", 20);
     let commit = async {
@@ -747,12 +751,10 @@ async fn a_write_that_read_the_head_before_a_copys_note_carries_the_note_on() {
     let (answer, swept) = tokio::join!(post(&f, &newer), commit);
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!((swept.committed, swept.left), (1, 0), "{swept:?}");
-    store.put_pending(owner, Operation::CreateCall, "inflight", &raw, &receipt).await.unwrap();
+    copy_again(&f, "inflight", &body, &receipt).await;
     let swept = sweep(&f).await;
     assert_eq!((swept.committed, swept.left), (1, 0), "{swept:?}");
-    let call = store.get_call(1, "inflight", true).await.unwrap().expect("the call reads whole");
-    assert_eq!(call.current.raw, serde_json::to_vec(&newer).unwrap());
-    assert_eq!(call.revisions.len(), 1, "the copy added no revision");
+    assert!(reads_with(&f, "inflight", &newer, 1).await, "the call reads whole; the copy added no revision");
     f.t.delete().await;
 }
 
@@ -769,35 +771,54 @@ async fn an_erase_keeps_the_noted_copies_and_a_noted_copy_never_names_its_erased
     let first = post(&f, &body).await;
     assert_eq!(first.status, 201, "{}", first.body);
     let id = first.body["id"].as_u64().unwrap();
-    let raw = serde_json::to_vec(&body).unwrap();
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
     let store = f.backend.store();
-    // The erase's first reading of the call is answered 1.5 s late.
-    let read = f.t.fault(json!({"op": "Query", "fault": "delay", "seconds": 1.5,
+    // The erase's first reading of the call is answered 2.5 s late (under the SDK's 3 s).
+    let read = f.t.fault(json!({"op": "Query", "fault": "delay", "seconds": 2.5,
                                 "contains": "CALL#1#noted", "times": 1}));
     let erase = store.erase_call(1, "noted", id);
     let copy = async {
         while f.t.fired(read) == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        // A send of the same content received since, whose direct write left its frame.
-        let receipt = Receipt::new(now_ms()).unwrap();
-        let frame = b"its direct write's frame".to_vec().into();
-        let key = call_ingest_store::calls::Frames::key(1, "noted", &receipt.token);
-        store.frames().put(&key, frame, owner, "noted", receipt.received_ms).await.unwrap();
-        store.put_pending(owner, Operation::CreateCall, "noted", &raw, &receipt).await.unwrap();
-        (receipt, sweep_within(&f, 1).await)
+        // A send of the same content received since.
+        let (receipt, _) = left_by_a_direct_write(&f, "noted", &body, now_ms()).await;
+        (receipt, sweep_within(&f, 2).await)
     };
     let (erased, (receipt, swept)) = tokio::join!(erase, copy);
     assert!(erased.is_ok(), "{erased:?}");
     assert_eq!(swept.committed, 1, "noted as committed into the call: {swept:?}");
-    // The copy again (its delete failed, or a second commit of it ran late).
-    store.put_pending(owner, Operation::CreateCall, "noted", &raw, &receipt).await.unwrap();
+    copy_again(&f, "noted", &body, &receipt).await;
     let swept = sweep(&f).await;
     assert_eq!((swept.committed, swept.left), (0, 0), "{swept:?}");
     let head = store.raw_head(1, "noted").await.unwrap().expect("a tombstone");
     assert!(call_ingest_store::calls::item::is_tombstone(&head), "nothing created over the erase: {head:?}");
     assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}
+
+/// A provider's earlier stage kept below a later one (Retell's `call_ended` under
+/// `call_analyzed`: a late mark among the head's committed tokens) belongs to the erased
+/// call. Sent again after the erase, `call_analyzed` then `call_ended` are both stored. (The
+/// tombstone carried the late mark into the new call, and the second `call_ended` was taken
+/// for a replay of a stage kept, and stored nothing: a review of the noted copies.)
+#[tokio::test]
+async fn an_erase_forgets_the_provider_stages_its_call_kept() {
+    use call_ingest_core::providers::{ingest_any, Provider};
+    use call_ingest_store::calls::Outcome;
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let operation = Operation::ProviderWebhook(Provider::Retell);
+    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
+    let analyzed_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
+    let (ended, analyzed) = (ingest_any(operation, ended_raw).unwrap(), ingest_any(operation, analyzed_raw).unwrap());
+    let call_id = ended.call_id().to_owned();
+    let first = store.put_call(owner, &ended, ended_raw).await.unwrap();
+    assert_eq!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().outcome, Outcome::Revised);
+    store.erase_call(1, &call_id, first.id).await.unwrap();
+    assert!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().is_new());
+    let again = store.put_call(owner, &ended, ended_raw).await.unwrap();
+    assert_eq!(again.outcome, Outcome::Revised, "call_ended is stored again, below the analysis");
     f.t.delete().await;
 }

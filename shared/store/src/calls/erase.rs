@@ -255,10 +255,17 @@ impl Store {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let condition = "#id = :id AND #revision = :revision AND #erasing = :mark";
         let request = match head.get(COMMITTED) {
-            Some(tokens) => request
-                .item(COMMITTED, tokens.clone())
-                .expression_attribute_values(":committed", tokens.clone())
-                .condition_expression(format!("{condition} AND #committed = :committed")),
+            Some(tokens) => {
+                let request = request
+                    .expression_attribute_values(":committed", tokens.clone())
+                    .condition_expression(format!("{condition} AND #committed = :committed"));
+                // Copies' tokens only: a provider's earlier stage kept below (a late mark)
+                // belongs to the erased call, and a send of it after the erase is new.
+                match super::submission::copy_tokens(head) {
+                    copies if copies.is_empty() => request,
+                    copies => request.item(COMMITTED, AttributeValue::Ss(copies)),
+                }
+            }
             None => request.condition_expression(format!("{condition} AND attribute_not_exists(#committed)")),
         };
         let result = request.send().await;

@@ -36,6 +36,10 @@ impl Receipt {
 use call_ingest_core::api::number::Number;
 use call_ingest_core::call::{CallDocument, Operation};
 
+/// How a late mark (a provider's earlier stage kept below the head) starts among a head's
+/// committed tokens.
+const LATE_PREFIX: &str = "late:";
+
 /// A submission, ready to become a head.
 pub(super) struct Submission {
     pub pk: String,
@@ -156,7 +160,7 @@ impl Submission {
     }
 
     pub fn late_mark_of(digest: &str) -> String {
-        format!("late:{digest}")
+        format!("{LATE_PREFIX}{digest}")
     }
 
     /// Whether this submission is a later stage of the provider's events than `head`.
@@ -219,6 +223,11 @@ pub(super) fn tokens(head: &Item) -> Vec<String> {
         Some(AttributeValue::Ss(tokens)) => tokens.clone(),
         _ => Vec::new(),
     }
+}
+
+/// The tokens of pending copies among `head`'s committed ones (its late marks left out).
+pub(super) fn copy_tokens(head: &Item) -> Vec<String> {
+    tokens(head).into_iter().filter(|t| !t.starts_with(LATE_PREFIX)).collect()
 }
 
 /// `head` with `more` committed tokens added to its own (a set: no token twice).
