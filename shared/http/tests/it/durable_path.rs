@@ -705,6 +705,38 @@ async fn an_unchanged_pending_copy_erases_the_frame_its_direct_write_left() {
     f.t.delete().await;
 }
 
+/// A large send whose frame was written while another send stored the same content, so it
+/// ends `unchanged`; then its Query for an item naming the frame fails. Kept, the frame was
+/// named by nothing and outlived an erase (the history checker, seed 77): the send answers
+/// 202 instead, and its pending copy erases the frame once its verdict is noted.
+#[tokio::test]
+async fn a_direct_send_that_cannot_tell_whether_its_frame_is_named_leaves_it_to_its_copy() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let body = large_body("unsure", 22);
+    // The first send's frame PUT is answered 1.5 s late; the second stores the same bytes
+    // meanwhile, and then every Query of the call fails.
+    let put = f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 1.5,
+                               "contains": "/frames/", "times": 1}));
+    let second = async {
+        while f.t.fired(put) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let answer = post(&f, &body).await;
+        f.t.fault(json!({"op": "Query", "fault": "internal", "contains": "CALL#1#unsure", "times": 1000}));
+        answer
+    };
+    let (first, second) = tokio::join!(post(&f, &body), second);
+    assert_eq!(second.status, 201, "{}", second.body);
+    assert_eq!(first.status, 202, "{}", first.body);
+    f.t.clear_faults(&f.t.calls);
+    let swept = sweep(&f).await;
+    assert_eq!((swept.committed, swept.left), (1, 0), "{swept:?}");
+    let frames: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("frames/")).collect();
+    assert_eq!(frames.len(), 1, "only the stored send's frame is left: {frames:?}");
+    assert!(reads_with(&f, "unsure", &body, 0).await, "the call reads whole");
+    f.t.delete().await;
+}
+
 /// The copy of the last test, its frame erased, is committed again (its delete failed, or
 /// its instance was killed) after other content came: it changes nothing, and no revision
 /// names the erased frame. (With the frame erased on the verdict alone, the copy was kept

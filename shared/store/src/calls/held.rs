@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use super::pending::{FAILED_PREFIX, PREFIX};
 use super::{now_ms, Receipt, Store, StoreError};
@@ -27,7 +28,7 @@ use call_ingest_core::call::{hex, Operation};
 pub const HELD_PREFIX: &str = "held/";
 
 /// How long a report is held before it is set aside under `failed/`.
-pub const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+pub const HELD_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// A report to hold: whose it is, and what named its agent.
 #[derive(Debug, Clone, Copy)]
@@ -266,7 +267,18 @@ impl Store {
         // The head read after the copy was written shows that erase's mark (or its
         // tombstone), so the copy goes as the erase would have taken it; a mark written
         // after this read comes before the erase's listing, which then finds the copy.
-        let erased = self.erased_after(held.workspace_id, &held.call_id, held.received_ms).await;
+        // Read again while the deadline allows: a failed read would leave the copy to its
+        // commit, erased content outliving the erase's answer until then.
+        let mut pause = Duration::from_millis(100);
+        let erased = loop {
+            match self.erased_after(held.workspace_id, &held.call_id, held.received_ms).await {
+                Err(_) if tokio::time::Instant::now() + pause < by => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                read => break read,
+            }
+        };
         if *erased.as_ref().unwrap_or(&false) {
             self.frames.delete(&pending).await?;
         }

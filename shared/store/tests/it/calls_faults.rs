@@ -665,29 +665,43 @@ async fn a_release_whose_agent_lookup_fails_leaves_every_report_within_its_deadl
 /// until a commit dropped it.)
 #[tokio::test]
 async fn a_held_report_released_while_its_call_is_erased_is_not_left_pending() {
+    released_while_erased("released", false).await;
+}
+
+/// The same, the release's read of the call failing for all of the SDK's attempts: the
+/// release reads again (a failed read left the copy in `pending/` until its commit).
+#[tokio::test]
+async fn a_held_report_whose_release_cannot_read_its_call_at_first_is_not_left_pending() {
+    released_while_erased("unread", true).await;
+}
+
+async fn released_while_erased(call_id: &str, read_fails: bool) {
     use call_ingest_store::calls::held::Hold;
     use call_ingest_store::calls::Receipt;
     let t = Tables::new().await;
     let store = store(&t);
-    let (doc, raw) = small_call("released", "x");
+    let (doc, raw) = small_call(call_id, "x");
     let id = store.put_call(OWNER, &doc, &raw).await.unwrap().id;
-    let hold =
-        Hold { workspace_id: 1, hook_id: "hook_1", named: None, operation: Operation::CreateCall, call_id: "released" };
-    let (_, report) = small_call("released", "y");
+    let hold = Hold { workspace_id: 1, hook_id: "hook_1", named: None, operation: Operation::CreateCall, call_id };
+    let (_, report) = small_call(call_id, "y");
     store.put_held(hold, &report, &Receipt::now().unwrap()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     // The erase's first listing (its call's pending copies) is answered 1.5 s late.
     let listing =
         t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 1.5, "times": 1}));
-    let erase = store.erase_call(1, "released", id);
+    let erase = store.erase_call(1, call_id, id);
     let release = async {
         while t.fired(listing) == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        let read = t.fault(json!({"op": "GetItem", "fault": "internal", "contains": format!("CALL#1#{call_id}"),
+                                  "times": if read_fails { 3 } else { 0 }}));
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        store.release_held(deadline, |_| async { Ok(Some(OWNER.agent_id.to_owned())) }).await.unwrap()
+        let released = store.release_held(deadline, |_| async { Ok(Some(OWNER.agent_id.to_owned())) }).await;
+        (released.unwrap(), t.fired(read))
     };
-    let (erased, released) = tokio::join!(erase, release);
+    let (erased, (released, failed_reads)) = tokio::join!(erase, release);
+    assert_eq!(failed_reads, if read_fails { 3 } else { 0 });
     assert!(erased.is_ok(), "{erased:?}");
     assert_eq!(released.erased, 1, "{released:?}");
     assert_eq!(t.objects().await, Vec::<String>::new(), "nothing of the erased call is left");
