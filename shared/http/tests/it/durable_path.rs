@@ -706,35 +706,55 @@ async fn an_unchanged_pending_copy_erases_the_frame_its_direct_write_left() {
 }
 
 /// A large send whose frame was written while another send stored the same content, so it
-/// ends `unchanged`; then its Query for an item naming the frame fails. Kept, the frame was
-/// named by nothing and outlived an erase (the history checker, seed 77): the send answers
-/// 202 instead, and its pending copy erases the frame once its verdict is noted.
+/// ends `unchanged`, and every Query of the call fails. Its create found the other send's
+/// call: no item of it can name the frame, which is erased (200).
+#[tokio::test]
+async fn a_direct_send_that_ended_unchanged_erases_the_frame_it_wrote() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    assert_eq!(unsure(&f, "unsure-a", false).await, 200);
+    f.t.delete().await;
+}
+
+/// The same, its first create answered "conflict" (it may have been applied): the send
+/// cannot tell whether an item of it names the frame. Kept, the frame was named by nothing
+/// and outlived an erase (the history checker, seed 77): the send answers 202 instead, and
+/// its pending copy erases the frame once its verdict is noted.
 #[tokio::test]
 async fn a_direct_send_that_cannot_tell_whether_its_frame_is_named_leaves_it_to_its_copy() {
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
-    let body = large_body("unsure", 22);
-    // The first send's frame PUT is answered 1.5 s late; the second stores the same bytes
-    // meanwhile, and then every Query of the call fails.
-    let put = f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 1.5,
+    assert_eq!(unsure(&f, "unsure-b", true).await, 202);
+    f.t.delete().await;
+}
+
+/// Sends the same large call twice, the first one's frame PUT answered 3 s late, so the
+/// second stores it first; every Query of the call fails, and with `conflict`, the first's
+/// create is answered "conflict". Checks that only the stored send's frame is left once
+/// the pending copies are committed; answers the first send's status.
+async fn unsure(f: &TwoWorkspaces, call_id: &str, conflict: bool) -> u16 {
+    let body = large_body(call_id, 22);
+    let pk = format!("CALL#1#{call_id}");
+    let put = f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 3.0,
                                "contains": "/frames/", "times": 1}));
+    // The first PutItem of the call is the second send's create.
+    let create = f.t.fault(json!({"op": "PutItem", "fault": "conflict", "contains": pk, "skip": 1,
+                                  "times": u32::from(conflict)}));
+    f.t.fault(json!({"op": "Query", "fault": "internal", "contains": pk, "times": 1000}));
     let second = async {
         while f.t.fired(put) == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let answer = post(&f, &body).await;
-        f.t.fault(json!({"op": "Query", "fault": "internal", "contains": "CALL#1#unsure", "times": 1000}));
-        answer
+        post(f, &body).await
     };
-    let (first, second) = tokio::join!(post(&f, &body), second);
+    let (first, second) = tokio::join!(post(f, &body), second);
     assert_eq!(second.status, 201, "{}", second.body);
-    assert_eq!(first.status, 202, "{}", first.body);
+    assert_eq!(f.t.fired(create), u64::from(conflict));
     f.t.clear_faults(&f.t.calls);
-    let swept = sweep(&f).await;
-    assert_eq!((swept.committed, swept.left), (1, 0), "{swept:?}");
+    let swept = sweep(f).await;
+    assert_eq!((swept.committed, swept.left), (usize::from(first.status == 202), 0), "{swept:?}");
     let frames: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("frames/")).collect();
     assert_eq!(frames.len(), 1, "only the stored send's frame is left: {frames:?}");
-    assert!(reads_with(&f, "unsure", &body, 0).await, "the call reads whole");
-    f.t.delete().await;
+    assert!(reads_with(f, call_id, &body, 0).await, "the call reads whole");
+    first.status
 }
 
 /// The copy of the last test, its frame erased, is committed again (its delete failed, or

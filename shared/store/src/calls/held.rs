@@ -272,7 +272,7 @@ impl Store {
         let mut pause = Duration::from_millis(100);
         let erased = loop {
             match self.erased_after(held.workspace_id, &held.call_id, held.received_ms).await {
-                Err(_) if tokio::time::Instant::now() + pause < by => {
+                Err(StoreError::Unavailable(_)) if tokio::time::Instant::now() + pause < by => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }

@@ -226,16 +226,21 @@ impl Store {
             // Its content was there already, under another submission. A direct one knows
             // no other commit of its identity runs (a pending copy is made only when the
             // direct write did not finish); one of its own items may name it all the same
-            // (an attempt applied without an answer). When that cannot be told, a frame it
-            // wrote is neither kept nor erased here: the send answers "not yet" (202), and its
-            // pending copy, of the same token, settles the frame (`Store::keep_unchanged`).
-            // (Kept, nothing named it and an erase did not reach it: the history checker,
-            // seed 77.)
+            // (an attempt applied without an answer); with none such, nothing names it. When
+            // that cannot be told, a frame it wrote is neither kept nor erased here: the send
+            // answers "not yet" (202), and its pending copy, of the same token, settles the
+            // frame (`Store::keep_unchanged`). (Kept, nothing named it and an erase did not
+            // reach it: the history checker, seed 77.)
             Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
-                match self.holds_identity(&sub, None).await {
-                    Ok(holds) => !holds,
-                    Err(e) if attempt.wrote_frame => return Err(e),
-                    Err(_) => false,
+                match attempt.maybe_applied {
+                    false => true,
+                    true => match self.holds_identity(&sub, None).await {
+                        Ok(holds) => !holds,
+                        Err(e) if attempt.wrote_frame => {
+                            return Err(StoreError::Unavailable(format!("whether its frame is named: {e}")))
+                        }
+                        Err(_) => false,
+                    },
                 }
             }
             // A pending copy: the frame its direct write may have written is unused once its
