@@ -16,7 +16,8 @@ pub struct Backend {
     pub patience: crate::patience::Patience,
     tables: OnceLock<Tables>,
     client: Source,
-    /// The KMS client that opens webhook secrets, when there is one; built on first use.
+    /// The KMS client that opens webhook secrets, when given one (else, with settings from
+    /// the environment, it is built on first use: most requests never open a secret).
     kms: Option<aws_sdk_kms::Client>,
     sealer: OnceLock<Option<Sealer>>,
 }
@@ -63,15 +64,13 @@ impl Backend {
     /// An instance over `config`, with the client's settings read from the environment. The
     /// DynamoDB client is built on first use (or by [`Backend::warm_up`]).
     pub fn from_env(config: Config) -> Result<Backend, ConfigError> {
-        let env = EnvClient::from_env()?;
-        let kms = Some(env.kms_client());
-        let client = Source::Env(env);
+        let client = Source::Env(EnvClient::from_env()?);
         Ok(Backend {
             config,
             tables: OnceLock::new(),
             client,
             patience: Default::default(),
-            kms,
+            kms: None,
             sealer: OnceLock::new(),
         })
     }
@@ -103,7 +102,14 @@ impl Backend {
     /// What seals and opens webhook secrets; `None` without a KMS client.
     pub fn sealer(&self) -> Option<&Sealer> {
         self.sealer
-            .get_or_init(|| self.kms.clone().map(|kms| Sealer::new(kms, self.config.hook_key_id.clone())))
+            .get_or_init(|| {
+                let kms = match (&self.kms, &self.client) {
+                    (Some(kms), _) => Some(kms.clone()),
+                    (None, Source::Env(env)) => Some(env.kms_client()),
+                    (None, Source::Ready(..)) => None,
+                };
+                kms.map(|kms| Sealer::new(kms, self.config.hook_key_id.clone()))
+            })
             .as_ref()
     }
 

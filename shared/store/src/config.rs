@@ -157,12 +157,12 @@ pub fn retries() -> RetryConfig {
 /// A config builder of SDK `$sdk` with our HTTP client, timeouts and retries, `region` and
 /// `credentials`, for `endpoint` (a local server) when given, else AWS's.
 macro_rules! builder_for {
-    ($sdk:ident, $endpoint:expr, $region:expr, $credentials:expr) => {{
+    ($sdk:ident, $endpoint:expr, $region:expr, $credentials:expr, $http:expr) => {{
         let builder = $sdk::Config::builder()
             .behavior_version($sdk::config::BehaviorVersion::latest())
             .region($sdk::config::Region::new($region.to_owned()))
             .credentials_provider($credentials)
-            .http_client(http_client())
+            .http_client($http)
             .timeout_config(timeouts())
             .retry_config(retries());
         match $endpoint {
@@ -170,6 +170,9 @@ macro_rules! builder_for {
             None => builder,
         }
     }};
+    ($sdk:ident, $endpoint:expr, $region:expr, $credentials:expr) => {
+        builder_for!($sdk, $endpoint, $region, $credentials, http_client())
+    };
 }
 
 /// A DynamoDB client for `endpoint` (a local server) or AWS's, with our HTTP client,
@@ -208,6 +211,9 @@ pub struct EnvClient {
     endpoint: Option<String>,
     s3_endpoint: Option<String>,
     kms_endpoint: Option<String>,
+    /// One HTTP client for the instance's SDK clients: one connection pool and one TLS
+    /// set-up (the trust store is read when the first client connects, once).
+    http: aws_sdk_dynamodb::config::SharedHttpClient,
 }
 
 impl EnvClient {
@@ -230,22 +236,30 @@ impl EnvClient {
         let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
         let s3_endpoint = get("AWS_ENDPOINT_URL_S3").or_else(|| get("AWS_ENDPOINT_URL"));
         let kms_endpoint = get("AWS_ENDPOINT_URL_KMS").or_else(|| get("AWS_ENDPOINT_URL"));
-        Ok(EnvClient { region, credentials, endpoint, s3_endpoint, kms_endpoint })
+        Ok(EnvClient { region, credentials, endpoint, s3_endpoint, kms_endpoint, http: http_client() })
     }
 
     /// Builds the DynamoDB client (this loads the TLS trust store).
     pub fn client(&self) -> aws_sdk_dynamodb::Client {
-        dynamodb_client_with(self.endpoint.as_deref(), &self.region, self.credentials.clone())
+        let (endpoint, credentials) = (self.endpoint.as_deref(), self.credentials.clone());
+        aws_sdk_dynamodb::Client::from_conf(
+            builder_for!(aws_sdk_dynamodb, endpoint, &self.region, credentials, self.http.clone()).build(),
+        )
     }
 
     /// Builds the S3 client.
     pub fn s3_client(&self) -> aws_sdk_s3::Client {
-        s3_client_with(self.s3_endpoint.as_deref(), &self.region, self.credentials.clone())
+        let (endpoint, credentials) = (self.s3_endpoint.as_deref(), self.credentials.clone());
+        let builder = builder_for!(aws_sdk_s3, endpoint, &self.region, credentials, self.http.clone());
+        aws_sdk_s3::Client::from_conf(builder.force_path_style(endpoint.is_some()).build())
     }
 
     /// Builds the KMS client.
     pub fn kms_client(&self) -> aws_sdk_kms::Client {
-        kms_client_with(self.kms_endpoint.as_deref(), &self.region, self.credentials.clone())
+        let (endpoint, credentials) = (self.kms_endpoint.as_deref(), self.credentials.clone());
+        aws_sdk_kms::Client::from_conf(
+            builder_for!(aws_sdk_kms, endpoint, &self.region, credentials, self.http.clone()).build(),
+        )
     }
 }
 
