@@ -53,6 +53,11 @@ pub async fn serve(backend: Backend, endpoint: impl Into<Endpoint>) -> Result<()
         // would make a cursor fail on the next instance.
         return Err("CURSOR_SECRET is not set: list-calls cannot sign its cursors".into());
     }
+    if endpoint == Endpoint::Webhook && backend.config.warm_up {
+        // Every webhook opens its hook's secret: with warm-up on, the KMS client is built
+        // here, in Lambda's init, like the DynamoDB connection. No other function builds it.
+        let _ = backend.sealer();
+    }
     lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| async move {
         Ok::<_, Infallible>(answer(backend, endpoint, event).await)
     }))

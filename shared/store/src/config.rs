@@ -211,8 +211,9 @@ pub struct EnvClient {
     endpoint: Option<String>,
     s3_endpoint: Option<String>,
     kms_endpoint: Option<String>,
-    /// One HTTP client for the instance's SDK clients: one connection pool and one TLS
-    /// set-up (the trust store is read when the first client connects, once).
+    /// One HTTP client for the instance's SDK clients: one connector and its connection
+    /// pool, built on the first request of any of them (the CA files are read once per
+    /// process either way).
     http: aws_sdk_dynamodb::config::SharedHttpClient,
 }
 
