@@ -231,6 +231,38 @@ async fn a_pending_send_received_after_a_direct_one_is_current_whenever_it_commi
     f.t.delete().await;
 }
 
+/// The same clock when a direct send received first commits last: C (received first)
+/// lands over D (received last), and the pending copy P (received between them) is then
+/// kept below the head, never over D. (The head's own receipt, C's, made P look newer: P
+/// became current above D, content sent before D stored over it: the history checker,
+/// seed 1 of `make test`.)
+#[tokio::test]
+async fn a_pending_copy_stays_below_a_later_send_a_slower_direct_one_landed_over() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let (doc_a, raw_a) = testkit::small_call("slower", "first");
+    let (doc_c, raw_c) = testkit::small_call("slower", "received first, committed last");
+    let (_, raw_p) = testkit::small_call("slower", "received between, pending");
+    let (doc_d, raw_d) = testkit::small_call("slower", "received last");
+    let t0 = now_ms() - 5_000;
+    let within = Duration::from_secs(4);
+    let receipt = |at: u64| Receipt::new(at).unwrap();
+    store.put_call_within(owner, &doc_a, &raw_a, &receipt(t0 - 100), within).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "slower", &raw_p, &receipt(t0 + 10)).await.unwrap();
+    store.put_call_within(owner, &doc_d, &raw_d, &receipt(t0 + 20), within).await.unwrap();
+    let c = store.put_call_within(owner, &doc_c, &raw_c, &receipt(t0), within).await.unwrap();
+    assert_eq!(c.revision, 3, "C lands over D: {c:?}");
+    assert_eq!(sweep(&f).await.committed, 1);
+    let call = store.get_call(1, "slower", true).await.unwrap().unwrap();
+    assert_eq!(call.current.raw, raw_c, "C stays current: P is kept below it");
+    let order: Vec<&[u8]> = call.revisions.iter().map(|r| r.raw.as_slice()).collect();
+    let (d, p) = (order.iter().position(|r| *r == raw_d), order.iter().position(|r| *r == raw_p));
+    assert!(matches!((d, p), (Some(d), Some(p)) if d < p), "P is kept, above D only as a late insert under C");
+    f.t.delete().await;
+}
+
 /// The sweep reads the whole listing before it groups a call's submissions: a call whose
 /// copies fall on two pages of S3's listing commits them in order, and a copy that fails
 /// holds back the ones after it.

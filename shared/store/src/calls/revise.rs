@@ -27,6 +27,14 @@ impl Store {
             }
         }
         add_committed(&mut head, tokens(old));
+        // Receipt times do not rise with revisions: a direct write received before the
+        // head's content (it committed later) replaces it. The new head keeps the latest
+        // receipt it replaced, as if its content were seen then, so a pending copy received
+        // in between is still kept below it, never over the later send (the history
+        // checker, seed 1 of `make test`).
+        if let Some(at) = super::order_time(old).filter(|at| *at > sub.received_ms) {
+            head.insert(SEEN_AT.into(), n(at));
+        }
         if sub.outranks(old) {
             // A later stage of the provider's events replaces an earlier one: a replay of
             // the earlier one, from now on outranked, finds its content kept.
