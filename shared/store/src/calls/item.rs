@@ -45,8 +45,9 @@ pub fn is_erasing(head: &Item) -> bool {
 pub const ERASED_AT: &str = "erased_at";
 
 /// On a head: when its content was last received again (a replay, which writes no
-/// revision), if after its own submission. Submissions are ordered by when they were
-/// received, and the replay is the last of them.
+/// revision), if after its own submission; or the receipt of a later send it replaced (a
+/// direct send received first and committed last keeps it). Submissions are ordered by when
+/// they were received, and this is the last of them.
 pub const SEEN_AT: &str = "seen_at";
 
 /// When the last erase under `item`'s key happened; 0 when none did.
