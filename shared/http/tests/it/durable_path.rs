@@ -263,6 +263,35 @@ async fn a_pending_copy_stays_below_a_later_send_a_slower_direct_one_landed_over
     f.t.delete().await;
 }
 
+/// A pending copy replays only the content current when it was received. X is stored,
+/// then E (received before X, committed after it) lands over X, then Y. A copy of X's
+/// bytes received between X and Y found E current, not X: it is kept as a revision
+/// (below Y), not dropped as a replay of X.
+#[tokio::test]
+async fn a_pending_copy_of_content_a_slower_send_replaced_is_not_taken_for_a_replay() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let (doc_x, raw_x) = testkit::small_call("replaced", "x");
+    let (doc_e, raw_e) = testkit::small_call("replaced", "received before x, committed after");
+    let (doc_y, raw_y) = testkit::small_call("replaced", "received last");
+    let t0 = now_ms() - 5_000;
+    let within = Duration::from_secs(4);
+    let receipt = |at: u64| Receipt::new(at).unwrap();
+    store.put_call_within(owner, &doc_x, &raw_x, &receipt(t0 + 10), within).await.unwrap();
+    let e = store.put_call_within(owner, &doc_e, &raw_e, &receipt(t0), within).await.unwrap();
+    assert_eq!(e.revision, 2, "E lands over X: {e:?}");
+    store.put_pending(owner, Operation::CreateCall, "replaced", &raw_x, &receipt(t0 + 20)).await.unwrap();
+    store.put_call_within(owner, &doc_y, &raw_y, &receipt(t0 + 30), within).await.unwrap();
+    assert_eq!(sweep(&f).await.committed, 1);
+    let call = store.get_call(1, "replaced", true).await.unwrap().unwrap();
+    assert_eq!(call.current.raw, raw_y, "Y stays current");
+    let copies_of_x = call.revisions.iter().filter(|r| r.raw == raw_x).count();
+    assert_eq!(copies_of_x, 2, "X, then its copy received while E was current");
+    f.t.delete().await;
+}
+
 /// The sweep reads the whole listing before it groups a call's submissions: a call whose
 /// copies fall on two pages of S3's listing commits them in order, and a copy that fails
 /// holds back the ones after it.

@@ -466,7 +466,9 @@ impl Store {
                 // has changed since: stored once, it is never stored again. A pending one
                 // that replays the content current when it was received adds nothing either.
                 requests += 1;
-                if self.identity_or_replay(sub, Some(&head), path == Path::Pending).await? != Found::Neither {
+                // A later stage of the provider's events is never a replay: it wins.
+                let replays = path == Path::Pending && !sub.outranks(&head);
+                if self.identity_or_replay(sub, Some(&head), replays).await? != Found::Neither {
                     // A replay found here wrote its frame: left, as a rare orphan, since its
                     // direct write may still land a revision naming it.
                     return unchanged(&head, requests).map(Some);
@@ -550,17 +552,22 @@ impl Store {
             return Ok(Found::Identity);
         }
         let fields: &[&str] = match replays {
-            true => &["sk", "submission", "digest", "updated_at"],
+            true => &["sk", "submission", "digest", "updated_at", item::SEEN_AT, "revision"],
             false => &["sk", "submission"],
         };
         let items = self.query(&sub.pk, query::SortKeys::All, Some(fields)).await?;
         if items.iter().any(|item| sub.wrote(item)) {
             return Ok(Found::Identity);
         }
-        // The content current at its receipt: the item last received at or before it.
+        // The content current at its receipt: the item last received at or before it (its
+        // own receipt, or one it carried: a replay, or the later receipt of the content it
+        // replaced); of two at one time, the later revision, which replaced the other.
         let current_then = items
             .iter()
-            .filter_map(|item| get_u64(item, "updated_at").filter(|at| *at <= sub.received_ms).map(|at| (at, item)))
+            .filter_map(|item| {
+                let at = order_time(item).filter(|at| *at <= sub.received_ms)?;
+                Some(((at, get_u64(item, "revision")), item))
+            })
             .max_by_key(|(at, _)| *at);
         // Only a copy received before the head's content was last received can replay older
         // content: receipt times do not rise with revisions (a late insert keeps the old
@@ -641,8 +648,8 @@ fn dropped() -> StoreError {
     StoreError::Internal("a submission without a received time was dropped".into())
 }
 
-/// When an item's content was last received: its submission's receipt, or a later
-/// replay's (noted on the head).
+/// When an item's content was last received: its submission's receipt, or a later one it
+/// carries (a replay's, noted on the head, or the receipt of the content it replaced).
 fn order_time(head: &Item) -> Option<u64> {
     let seen = get_u64(head, item::SEEN_AT);
     get_u64(head, "updated_at").map(|at| seen.map_or(at, |seen| seen.max(at)))

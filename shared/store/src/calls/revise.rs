@@ -206,7 +206,10 @@ impl Store {
 /// and only they guard erased ids and carry the committed tokens.
 fn as_revision(mut item: Item, revision: u64) -> Item {
     item.insert("sk".into(), s(revision_sk(revision)));
-    for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING, &SEEN_AT]) {
+    // `seen_at` stays: the content was current until then (a replay, or a later receipt it
+    // carried over), which `Store::identity_or_replay` needs to tell what was current when
+    // a pending copy was received.
+    for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING]) {
         item.remove(*key);
     }
     item
