@@ -341,8 +341,9 @@ impl Accept for Number {
 impl Accept for Object {
     const EXPECTED: &'static str = "an object";
     fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Result<Self, Found>, A::Error> {
-        use serde::Deserialize;
-        Object::deserialize(de::value::MapAccessDeserializer::new(map)).map(Ok)
+        // Not `Map::deserialize`: its values are `Value`s, which parse a string a second
+        // time behind serde_json's private keys (`super::free`).
+        super::free::object(map).map(Ok)
     }
 }
 
@@ -368,8 +369,7 @@ impl Accept for Value {
         Object::from_map(map).map(|o| o.map(Value::Object))
     }
     fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Result<Self, Found>, A::Error> {
-        use serde::Deserialize;
-        Vec::<Value>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|v| Ok(Value::Array(v)))
+        super::free::array(seq).map(|v| Ok(Value::Array(v)))
     }
 }
 

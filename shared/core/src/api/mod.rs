@@ -6,6 +6,7 @@
 pub mod accept_encoding;
 pub mod counts;
 pub mod create_call;
+pub mod free;
 pub mod lenient;
 pub mod messages;
 pub mod number;

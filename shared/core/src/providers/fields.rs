@@ -3,7 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::api::counts::MAX_SEGMENTS;
+use crate::api::counts::{self, MAX_SEGMENTS};
+use crate::api::free::Free;
 use crate::api::{Code, Violation};
 use crate::call::Rejection;
 use crate::normalize::timestamps::{rfc3339_millis, seconds_to_millis};
@@ -89,8 +90,13 @@ pub fn clip(text: &str, max: usize) -> String {
 pub fn tool_value(value: &Value) -> Value {
     match value {
         Value::Object(_) => value.clone(),
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(parsed @ Value::Object(_)) => parsed,
+        // JSON text is parsed only within the count limits a body has (the body's own
+        // check saw a string), and read as `Free`: serde_json's private keys are data.
+        Value::String(s) => match counts::check(s.as_bytes(), counts::Layout::PROVIDER_PAYLOAD)
+            .ok()
+            .and_then(|()| serde_json::from_str::<Free>(s).ok())
+        {
+            Some(Free(parsed @ Value::Object(_))) => parsed,
             _ => json!({ "value": s }),
         },
         Value::Null => Value::Null,

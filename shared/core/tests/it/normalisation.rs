@@ -218,6 +218,21 @@ fn transcript_sent_is_kept_as_sent() {
 
 // ---- metadata -----------------------------------------------------------------------------
 
+/// serde_json's `raw_value` feature (on for the workspace) makes `Value` parse the string of
+/// an object whose first key is `$serde_json::private::RawValue` as JSON, a second parse no
+/// count limit saw (a 9 MB body held 116 MB). Free-form fields keep such a key as data,
+/// at any depth, in a tool's params and in the provider-free metadata alike.
+#[test]
+fn serde_jsons_private_keys_in_free_form_fields_are_kept_as_data() {
+    let magic = json!({"$serde_json::private::RawValue": "[{},{},{}]"});
+    let body = with(create_call_body(), "/metadata", json!({"nested": [magic.clone()]}));
+    let body = with(body, "/transcript_with_tool_calls/2/tool/params", json!({"args": magic.clone()}));
+    let call = stored_b(&body);
+    assert_eq!(call["general_meta_data_raw"]["nested"], json!([magic.clone()]), "{call}");
+    let tool = &call["transcript_with_tool_calls"][2]["tool"];
+    assert_eq!(tool["params"]["args"], magic, "{tool}");
+}
+
 #[test]
 fn metadata_is_merged_into_general_meta_data_raw_and_general_wins_collisions() {
     let body = with(

@@ -190,6 +190,18 @@ fn elevenlabs_turns_keep_their_start_only_and_cost_stays_in_credits() {
     );
 }
 
+/// A provider's payload is read as free-form JSON without serde_json's private keys: a
+/// key `$serde_json::private::RawValue` is data, its string never parsed a second time
+/// (`Value` would, past the count limits; here the string is not even JSON).
+#[test]
+fn serde_jsons_private_keys_in_a_payload_are_data() {
+    let mut status: Value = serde_json::from_slice(&fixture("vapi_status_update")).unwrap();
+    status["message"]["extra"] = serde_json::json!({"$serde_json::private::RawValue": "[{},{"});
+    let body = serde_json::to_vec(&status).unwrap();
+    let read = providers::read(Provider::Vapi, &body);
+    assert!(matches!(read, Ok(Event::Ignored(ref e)) if e == "status-update"), "{read:?}");
+}
+
 #[test]
 fn payloads_that_are_not_the_providers_shape_are_refused_clearly() {
     for (provider, body) in [
