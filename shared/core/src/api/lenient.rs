@@ -464,7 +464,8 @@ macro_rules! record {
                                     out.$field = $crate::api::lenient::read_field(&mut map, $json, &mut out.wrong)?;
                                 } )*
                                 _ => {
-                                    let value = map.next_value::<::serde_json::Value>()?;
+                                    // `Free`, not `Value`: see `api::free`.
+                                    let $crate::api::free::Free(value) = map.next_value()?;
                                     out.extra.insert(key.into_string(), value);
                                 }
                             }

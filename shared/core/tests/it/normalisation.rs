@@ -227,7 +227,11 @@ fn serde_jsons_private_keys_in_free_form_fields_are_kept_as_data() {
     let magic = json!({"$serde_json::private::RawValue": "[{},{},{}]"});
     let body = with(create_call_body(), "/metadata", json!({"nested": [magic.clone()]}));
     let body = with(body, "/transcript_with_tool_calls/2/tool/params", json!({"args": magic.clone()}));
+    let body = with(body, "/transcript_with_tool_calls/0/words/1/unknown", magic.clone());
+    let body = with(body, "/unknown", magic.clone());
     let call = stored_b(&body);
+    assert_eq!(call["unknown"], magic, "an unknown field of a record");
+    assert_eq!(call["transcript_with_tool_calls"][0]["words"][1]["unknown"], magic, "of a word");
     assert_eq!(call["general_meta_data_raw"]["nested"], json!([magic.clone()]), "{call}");
     let tool = &call["transcript_with_tool_calls"][2]["tool"];
     assert_eq!(tool["params"]["args"], magic, "{tool}");
