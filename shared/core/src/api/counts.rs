@@ -76,140 +76,104 @@ enum Role {
     Other,
 }
 
+/// What kind of value is starting, as far as the limits care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Text,
+    /// A number with no minus sign.
+    NonNegative,
+    /// A negative number, true, false or null.
+    Other,
+    Array,
+    Object,
+}
+
 /// An open array or object.
 struct Frame {
     array: bool,
     role: Role,
     /// Elements or members so far.
     count: usize,
-    /// The current member's key, as a span of the body between its quotes.
-    key: (usize, usize),
+    /// The current member's key, its first [`MAX_POINTER_KEY`] characters.
+    key: String,
+    /// Whether the key was longer.
+    key_cut: bool,
     /// A word's own fields seen so far (bit i: `WORD_FIELDS[i]`).
     seen: u8,
 }
 
-/// Checks `body` against the count limits. A body that is not well-formed JSON passes:
-/// the parser that follows refuses it with its own, better, message.
-pub fn check(body: &[u8], layout: Layout) -> Result<(), Violation> {
-    Scan { body, layout, at: 0, stack: Vec::new(), values: 0, words: 0, uncounted: false }.run()
-}
-
-struct Scan<'a> {
-    body: &'a [u8],
+/// The counts so far, fed one event at a time by whoever reads the body: the byte scan of
+/// [`check`], or the typed parse itself (`api::counted`). Each event is refused when it
+/// takes a count past its limit, naming where.
+pub(crate) struct Tally {
     layout: Layout,
-    at: usize,
     stack: Vec<Frame>,
     values: usize,
     words: usize,
-    /// The next value is a word or a word's own field: counted by the words limits.
+    /// The next value is a word: counted by the words limits.
     uncounted: bool,
+    /// The next value is this word field's first: counted by the words limits if it holds
+    /// what it should.
+    field: Option<usize>,
 }
 
-/// Why the scan stopped: past a limit, or at something that is not JSON (left to the
-/// parser).
-enum Stop {
-    Over(Violation),
-    Malformed,
-}
-
-impl Scan<'_> {
-    fn run(mut self) -> Result<(), Violation> {
-        match self.values_until_end() {
-            Ok(()) | Err(Stop::Malformed) => Ok(()),
-            Err(Stop::Over(v)) => Err(v),
-        }
+impl Tally {
+    pub(crate) fn new(layout: Layout) -> Tally {
+        Tally { layout, stack: Vec::new(), values: 0, words: 0, uncounted: false, field: None }
     }
 
-    fn values_until_end(&mut self) -> Result<(), Stop> {
-        loop {
-            self.value()?;
-            // After a value: close containers, or move to the next element or member.
-            loop {
-                let Some(top) = self.stack.last() else { return Ok(()) };
-                let array = top.array;
-                match self.next_byte()? {
-                    b',' if array => {
-                        self.element()?;
-                        break;
-                    }
-                    b',' => {
-                        self.member()?;
-                        break;
-                    }
-                    b']' if array => {
-                        self.stack.pop();
-                    }
-                    b'}' if !array => {
-                        self.stack.pop();
-                    }
-                    _ => return Err(Stop::Malformed),
+    /// A value of `kind` starts; a container is opened (closed by [`Tally::close`]).
+    pub(crate) fn value(&mut self, kind: Kind) -> Result<(), Violation> {
+        let counted = match self.field.take() {
+            Some(i) => {
+                let fits = match WORD_FIELDS[i].1 {
+                    FieldKind::Text => kind == Kind::Text,
+                    FieldKind::Number => kind == Kind::NonNegative,
+                };
+                if !fits {
+                    self.count_values(MEMBER_WEIGHT)?;
                 }
+                !fits
             }
-        }
-    }
-
-    /// One value: a scalar is skipped; a container is opened, and its first element or
-    /// member started (an empty one is closed at once).
-    fn value(&mut self) -> Result<(), Stop> {
-        let counted = !std::mem::take(&mut self.uncounted);
+            None => !std::mem::take(&mut self.uncounted),
+        };
         if counted {
             self.count_values(1)?;
         }
-        match self.next_byte()? {
-            b'"' => self.string().map(|_| ()),
-            open @ (b'[' | b'{') => {
-                let array = open == b'[';
-                if counted {
-                    self.count_values(CONTAINER_WEIGHT)?;
-                }
-                if self.stack.len() + 1 > MAX_DEPTH {
-                    return Err(self.over(format!("nested more than {MAX_DEPTH} levels deep")));
-                }
-                let role = self.role_of_new(array);
-                self.stack.push(Frame { array, role, count: 0, key: (0, 0), seen: 0 });
-                let close = if array { b']' } else { b'}' };
-                if self.peek_byte() == Some(close) {
-                    self.at += 1;
-                    // An empty container is a whole value: back to the caller's loop,
-                    // which looks for what follows it.
-                    self.stack.pop();
-                    return Ok(());
-                }
-                if array {
-                    self.element()?;
-                } else {
-                    self.member()?;
-                }
-                self.value()
+        if let Kind::Array | Kind::Object = kind {
+            let array = kind == Kind::Array;
+            if counted {
+                self.count_values(CONTAINER_WEIGHT)?;
             }
-            _ => {
-                // A number, true, false or null: up to the next delimiter.
-                while let Some(&b) = self.body.get(self.at) {
-                    if matches!(b, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
-                        break;
-                    }
-                    self.at += 1;
-                }
-                Ok(())
+            if self.stack.len() + 1 > MAX_DEPTH {
+                return Err(self.over(format!("nested more than {MAX_DEPTH} levels deep")));
             }
+            let role = self.role_of_new(array);
+            self.stack.push(Frame { array, role, count: 0, key: String::new(), key_cut: false, seen: 0 });
         }
+        Ok(())
+    }
+
+    /// The container on top ends.
+    pub(crate) fn close(&mut self) {
+        self.stack.pop();
     }
 
     /// What a container about to be opened is, from where it stands.
     fn role_of_new(&self, array: bool) -> Role {
         let Some(parent) = self.stack.last() else { return Role::Root };
         match (parent.role, array) {
-            (Role::Root, true) if self.key_is(parent.key, self.layout.segments) => Role::Segments,
+            (Role::Root, true) if parent.key_is(self.layout.segments) => Role::Segments,
             (Role::Segments, false) => Role::Segment,
-            (Role::Segment, true) if self.layout.words && self.key_is(parent.key, "words") => Role::Words,
+            (Role::Segment, true) if self.layout.words && parent.key_is("words") => Role::Words,
             (Role::Words, false) => Role::Word,
             _ => Role::Other,
         }
     }
 
-    /// Starts the next element of the array on top.
-    fn element(&mut self) -> Result<(), Stop> {
-        let Some(top) = self.stack.last_mut() else { return Err(Stop::Malformed) };
+    /// The next element of the array on top starts.
+    pub(crate) fn element(&mut self) -> Result<(), Violation> {
+        let Some(top) = self.stack.last_mut() else { return Ok(()) };
         top.count += 1;
         let (role, count) = (top.role, top.count);
         match role {
@@ -231,50 +195,38 @@ impl Scan<'_> {
         }
     }
 
-    /// Reads the next member's key and colon, of the object on top.
-    fn member(&mut self) -> Result<(), Stop> {
-        if self.next_byte()? != b'"' {
-            return Err(Stop::Malformed);
-        }
-        let key = self.string()?;
-        let Some(top) = self.stack.last_mut() else { return Err(Stop::Malformed) };
+    /// The next member of the object on top starts, with `key` (decoded).
+    pub(crate) fn member(&mut self, key: &str) -> Result<(), Violation> {
+        let Some(top) = self.stack.last_mut() else { return Ok(()) };
         top.count += 1;
-        top.key = key;
-        let (role, count) = (top.role, top.count);
-        if count > MAX_KEYS {
+        top.key.clear();
+        if key.len() <= MAX_POINTER_KEY {
+            top.key.push_str(key);
+            top.key_cut = false;
+        } else {
+            let mut chars = key.chars();
+            top.key.extend(chars.by_ref().take(MAX_POINTER_KEY));
+            top.key_cut = chars.next().is_some();
+        }
+        if top.count > MAX_KEYS {
             return Err(self.over(format!("more than {MAX_KEYS} members in one object")));
         }
-        match self.next_byte()? {
-            b':' => {}
-            _ => return Err(Stop::Malformed),
-        }
-        let field = match role {
-            Role::Word => WORD_FIELDS.iter().position(|(name, _)| self.key_is(key, name)),
+        let field = match top.role {
+            Role::Word => WORD_FIELDS.iter().position(|(name, _)| top.key_is(name)),
             _ => None,
         };
-        let first_and_right = field.is_some_and(|i| {
-            let fits = match (WORD_FIELDS[i].1, self.peek_byte()) {
-                (FieldKind::Text, Some(b'"')) => true,
-                (FieldKind::Number, Some(b)) => b.is_ascii_digit(),
-                _ => false,
-            };
-            let bit = 1u8 << i;
-            let top = self.stack.last_mut();
-            let first = top.as_ref().is_some_and(|t| t.seen & bit == 0);
-            if let Some(top) = top {
-                top.seen |= bit;
+        if let Some(i) = field {
+            let first = top.seen & (1 << i) == 0;
+            top.seen |= 1 << i;
+            if first {
+                self.field = Some(i);
+                return Ok(());
             }
-            fits && first
-        });
-        if first_and_right {
-            self.uncounted = true;
-            Ok(())
-        } else {
-            self.count_values(MEMBER_WEIGHT)
         }
+        self.count_values(MEMBER_WEIGHT)
     }
 
-    fn count_values(&mut self, n: usize) -> Result<(), Stop> {
+    fn count_values(&mut self, n: usize) -> Result<(), Violation> {
         self.values += n;
         if self.values > MAX_VALUES {
             return Err(self.over(format!(
@@ -284,6 +236,151 @@ impl Scan<'_> {
             )));
         }
         Ok(())
+    }
+
+    /// The violation of a limit at the element or member being read.
+    fn over(&self, message: String) -> Violation {
+        let mut pointer = String::new();
+        for frame in &self.stack {
+            pointer.push('/');
+            if frame.array {
+                pointer.push_str(&frame.count.saturating_sub(1).to_string());
+            } else {
+                for c in frame.key.chars() {
+                    match c {
+                        '~' => pointer.push_str("~0"),
+                        '/' => pointer.push_str("~1"),
+                        c => pointer.push(c),
+                    }
+                }
+                if frame.key_cut {
+                    // The answer quotes the pointer: a key of megabytes would not fit it.
+                    pointer.push('…');
+                }
+            }
+        }
+        Violation::new(pointer, Code::Limit, message)
+    }
+}
+
+impl Frame {
+    fn key_is(&self, name: &str) -> bool {
+        !self.key_cut && self.key == name
+    }
+}
+
+/// Checks `body` against the count limits, in a pass of its own over the bytes. A body
+/// that is not well-formed JSON passes: the parser that follows refuses it with its own,
+/// better, message. (The typed parse counts as it reads, `api::counted`; this pass decides
+/// when that parse fails, and for a provider's tool arguments.)
+pub fn check(body: &[u8], layout: Layout) -> Result<(), Violation> {
+    let mut scan = Scan { body, at: 0, tally: Tally::new(layout) };
+    match scan.values_until_end() {
+        Ok(()) | Err(Stop::Malformed) => Ok(()),
+        Err(Stop::Over(v)) => Err(v),
+    }
+}
+
+struct Scan<'a> {
+    body: &'a [u8],
+    at: usize,
+    tally: Tally,
+}
+
+/// Why the scan stopped: past a limit, or at something that is not JSON (left to the
+/// parser).
+enum Stop {
+    Over(Violation),
+    Malformed,
+}
+
+impl From<Violation> for Stop {
+    fn from(v: Violation) -> Stop {
+        Stop::Over(v)
+    }
+}
+
+impl Scan<'_> {
+    fn values_until_end(&mut self) -> Result<(), Stop> {
+        loop {
+            self.value()?;
+            // After a value: close containers, or move to the next element or member.
+            loop {
+                let Some(top) = self.tally.stack.last() else { return Ok(()) };
+                let array = top.array;
+                match self.next_byte()? {
+                    b',' if array => {
+                        self.tally.element()?;
+                        break;
+                    }
+                    b',' => {
+                        self.member()?;
+                        break;
+                    }
+                    b']' if array => self.tally.close(),
+                    b'}' if !array => self.tally.close(),
+                    _ => return Err(Stop::Malformed),
+                }
+            }
+        }
+    }
+
+    /// One value: a scalar is skipped; a container is opened, and its first element or
+    /// member started (an empty one is closed at once).
+    fn value(&mut self) -> Result<(), Stop> {
+        let kind = match self.peek_byte() {
+            Some(b'"') => Kind::Text,
+            Some(b'[') => Kind::Array,
+            Some(b'{') => Kind::Object,
+            Some(b) if b.is_ascii_digit() => Kind::NonNegative,
+            Some(_) => Kind::Other,
+            None => return Err(Stop::Malformed),
+        };
+        self.tally.value(kind)?;
+        self.at += 1;
+        match kind {
+            Kind::Text => self.string().map(|_| ()),
+            Kind::Array | Kind::Object => {
+                let close = if kind == Kind::Array { b']' } else { b'}' };
+                if self.peek_byte() == Some(close) {
+                    self.at += 1;
+                    // An empty container is a whole value: back to the caller's loop,
+                    // which looks for what follows it.
+                    self.tally.close();
+                    return Ok(());
+                }
+                if kind == Kind::Array {
+                    self.tally.element()?;
+                } else {
+                    self.member()?;
+                }
+                self.value()
+            }
+            _ => {
+                // A number, true, false or null: up to the next delimiter.
+                while let Some(&b) = self.body.get(self.at) {
+                    if matches!(b, b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
+                        break;
+                    }
+                    self.at += 1;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads the next member's key and colon, of the object on top.
+    fn member(&mut self) -> Result<(), Stop> {
+        if self.next_byte()? != b'"' {
+            return Err(Stop::Malformed);
+        }
+        let span = self.string()?;
+        let body = self.body;
+        self.tally.member(&span_text(body, span))?;
+        match self.next_byte()? {
+            b':' => Ok(()),
+            _ => Err(Stop::Malformed),
+        }
     }
 
     /// Skips a string whose opening quote was just read; answers the span of its content.
@@ -322,49 +419,17 @@ impl Scan<'_> {
             self.at += 1;
         }
     }
+}
 
-    /// The string at `span` (between its quotes), decoded.
-    fn span_text(&self, span: (usize, usize)) -> String {
-        let raw = &self.body[span.0..span.1];
-        if raw.contains(&b'\\') {
-            // Escapes: let the JSON parser decode them (quotes included in the span).
-            let quoted = &self.body[span.0 - 1..span.1 + 1];
-            serde_json::from_slice::<String>(quoted).unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned())
-        } else {
-            String::from_utf8_lossy(raw).into_owned()
-        }
-    }
-
-    /// Whether the key at `span` is `name` (escapes decoded).
-    fn key_is(&self, span: (usize, usize), name: &str) -> bool {
-        let raw = &self.body[span.0..span.1];
-        raw == name.as_bytes() || (raw.contains(&b'\\') && self.span_text(span) == name)
-    }
-
-    /// The violation of a limit at the element or member being read.
-    fn over(&self, message: String) -> Stop {
-        let mut pointer = String::new();
-        for frame in &self.stack {
-            pointer.push('/');
-            if frame.array {
-                pointer.push_str(&frame.count.saturating_sub(1).to_string());
-            } else {
-                let key = self.span_text(frame.key);
-                let mut chars = key.chars();
-                for c in chars.by_ref().take(MAX_POINTER_KEY) {
-                    match c {
-                        '~' => pointer.push_str("~0"),
-                        '/' => pointer.push_str("~1"),
-                        c => pointer.push(c),
-                    }
-                }
-                if chars.next().is_some() {
-                    // The answer quotes the pointer: a key of megabytes would not fit it.
-                    pointer.push('…');
-                }
-            }
-        }
-        Stop::Over(Violation::new(pointer, Code::Limit, message))
+/// The string at `span` of `body` (between its quotes), decoded.
+fn span_text(body: &[u8], span: (usize, usize)) -> std::borrow::Cow<'_, str> {
+    let raw = &body[span.0..span.1];
+    if raw.contains(&b'\\') {
+        // Escapes: let the JSON parser decode them (quotes included in the span).
+        let quoted = &body[span.0 - 1..span.1 + 1];
+        serde_json::from_slice::<String>(quoted).unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned()).into()
+    } else {
+        String::from_utf8_lossy(raw)
     }
 }
 

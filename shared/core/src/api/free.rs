@@ -14,6 +14,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// One JSON value, read without serde_json's private keys.
+#[derive(Debug)]
 pub struct Free(pub Value);
 
 impl<'de> serde::Deserialize<'de> for Free {

@@ -4,6 +4,7 @@
 //! not abort parsing but is recorded, so validation can report every problem at once.
 
 pub mod accept_encoding;
+pub mod counted;
 pub mod counts;
 pub mod create_call;
 pub mod free;

@@ -1,7 +1,8 @@
-//! The one-way path from request bytes to a call document: count limits → parse →
-//! validate → normalise.
+//! The one-way path from request bytes to a call document: parse (counting limits as it
+//! reads) → validate → normalise.
 
 use super::document::{CallDocument, Operation};
+use crate::api::counted::{self, Counted};
 use crate::api::{counts, BodyError, Code, CreateCall, Problem, SendCallData, Violation};
 use crate::{normalize, validate};
 
@@ -36,10 +37,18 @@ pub fn parse_send_call_data(body: &[u8]) -> Result<SendCallData, Rejection> {
     parse(body, counts::Layout::SEND_CALL_DATA)
 }
 
-/// The counts first, so nothing is built for a body past them; then the typed parse.
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: counts::Layout) -> Result<T, Rejection> {
-    counts::check(body, layout).map_err(Rejection::OverLimit)?;
-    serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
+/// The typed parse, counting as it reads, so nothing is built for an element past a limit.
+/// A body it cannot judge alone (not JSON, not an object) is judged as before: the count
+/// scan first, then the plain parse's error.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: counts::Layout) -> Result<T, Rejection> {
+    match counted::parse(body, layout) {
+        Counted::Parsed(t) => Ok(t),
+        Counted::Over(v) => Err(Rejection::OverLimit(v)),
+        Counted::Unsure => {
+            counts::check(body, layout).map_err(Rejection::OverLimit)?;
+            serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
+        }
+    }
 }
 
 /// Validates and normalises an operation B body.

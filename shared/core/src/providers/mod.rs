@@ -43,10 +43,9 @@ pub struct Mapped {
 
 /// Reads a webhook body of `provider`: the event, mapped when it is a call.
 pub fn read(provider: Provider, body: &[u8]) -> Result<Event, Rejection> {
-    crate::api::counts::check(body, crate::api::counts::Layout::PROVIDER_PAYLOAD).map_err(Rejection::OverLimit)?;
-    // `Free`, not `Value`: the count check saw strings where `Value` would parse some again.
+    // `Free`, not `Value`: the counts see strings where `Value` would parse some again.
     let crate::api::free::Free(value) =
-        serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))?;
+        crate::call::pipeline::parse(body, crate::api::counts::Layout::PROVIDER_PAYLOAD)?;
     let Value::Object(payload) = value else {
         return Err(Rejection::Unreadable(BodyError::NotObject));
     };

@@ -1,5 +1,6 @@
 //! call-ingest-core's integration tests: one binary, a module per subject.
 
+mod counted;
 mod json_checks;
 mod normalisation;
 mod properties;

@@ -1,0 +1,328 @@
+//! The count limits, checked by the typed parse as it reads: one pass over the body, not a
+//! scan and then a parse.
+//!
+//! [`parse`] wraps serde_json's deserializer (as `serde_ignored` and `serde_path_to_error`
+//! do): every value, element and member the parse visits is told to a
+//! [`Tally`](super::counts::Tally) first, which refuses the first one past a limit, before
+//! anything is built for it. Values the target type would skip are visited too (serde_json
+//! skips `IgnoredAny` without visiting; here it is read as any value and dropped), so the
+//! counts are the byte scan's (`counts::check`), event for event.
+//!
+//! When the parse fails for another reason (not JSON, not an object), or meets a shape the
+//! wrapper does not count (an enum), the answer is [`Counted::Unsure`]: the caller runs the
+//! byte scan and the plain parse, whose answers (status, pointer, code) stay those of
+//! before. Only bodies that are refused take that path.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
+
+use super::counts::{Kind, Layout, Tally};
+use super::problem::Violation;
+
+/// What a counted parse found.
+#[derive(Debug)]
+pub enum Counted<T> {
+    /// Read whole, within every limit.
+    Parsed(T),
+    /// Past a limit: the first element or member past it.
+    Over(Violation),
+    /// The parse failed otherwise, or met what it does not count: decide with the byte
+    /// scan and the plain parse.
+    Unsure,
+}
+
+/// Reads `body` as `T`, counting as it goes.
+pub fn parse<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout) -> Counted<T> {
+    let state = State { tally: RefCell::new(Tally::new(layout)), stop: RefCell::new(None) };
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let parsed = T::deserialize(Wrap { inner: &mut de, state: &state }).and_then(|t| de.end().map(|()| t));
+    match (parsed, state.stop.into_inner()) {
+        (_, Some(Stop::Over(v))) => Counted::Over(v),
+        (Ok(t), None) => Counted::Parsed(t),
+        _ => Counted::Unsure,
+    }
+}
+
+/// Why counting stopped the parse.
+enum Stop {
+    Over(Violation),
+    /// A shape this wrapper does not count.
+    Uncounted,
+}
+
+struct State {
+    tally: RefCell<Tally>,
+    stop: RefCell<Option<Stop>>,
+}
+
+impl State {
+    fn check<E: de::Error>(&self, counted: Result<(), Violation>) -> Result<(), E> {
+        counted.map_err(|v| {
+            *self.stop.borrow_mut() = Some(Stop::Over(v));
+            E::custom("past a count limit")
+        })
+    }
+    fn value<E: de::Error>(&self, kind: Kind) -> Result<(), E> {
+        self.check(self.tally.borrow_mut().value(kind))
+    }
+    fn element<E: de::Error>(&self) -> Result<(), E> {
+        self.check(self.tally.borrow_mut().element())
+    }
+    fn member<E: de::Error>(&self, key: &str) -> Result<(), E> {
+        self.check(self.tally.borrow_mut().member(key))
+    }
+    fn close(&self) {
+        self.tally.borrow_mut().close();
+    }
+    fn uncounted<E: de::Error>(&self, what: &str) -> E {
+        *self.stop.borrow_mut() = Some(Stop::Uncounted);
+        E::custom(format_args!("{what} is not counted"))
+    }
+}
+
+/// A deserializer whose every value is counted.
+struct Wrap<'s, D> {
+    inner: D,
+    state: &'s State,
+}
+
+/// The deserializer of an object's key: it tells the key to the tally.
+struct KeyWrap<'s, D> {
+    inner: D,
+    state: &'s State,
+}
+
+/// Forwards each method of `Deserializer` to the inner one, with the visitor wrapped.
+macro_rules! forward {
+    ($visit:ident; $($method:ident($($arg:ident: $ty:ty),*))*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+                self.inner.$method($($arg,)* $visit { inner: visitor, state: self.state })
+            }
+        )*
+    };
+}
+
+macro_rules! deserializer {
+    ($wrap:ident, $visit:ident) => {
+        impl<'de, 's, D: Deserializer<'de>> Deserializer<'de> for $wrap<'s, D> {
+            type Error = D::Error;
+            forward! {$visit;
+                deserialize_any() deserialize_bool() deserialize_i8() deserialize_i16() deserialize_i32()
+                deserialize_i64() deserialize_u8() deserialize_u16() deserialize_u32() deserialize_u64()
+                deserialize_f32() deserialize_f64() deserialize_char() deserialize_str() deserialize_string()
+                deserialize_bytes() deserialize_byte_buf() deserialize_option() deserialize_unit()
+                deserialize_seq() deserialize_map() deserialize_identifier()
+                deserialize_unit_struct(name: &'static str)
+                deserialize_newtype_struct(name: &'static str)
+                deserialize_tuple(len: usize)
+                deserialize_tuple_struct(name: &'static str, len: usize)
+                deserialize_struct(name: &'static str, fields: &'static [&'static str])
+                deserialize_enum(name: &'static str, variants: &'static [&'static str])
+            }
+            /// serde_json skips an ignored value without visiting it: read it as any value
+            /// instead, so that what it holds is counted (and dropped).
+            fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+                self.inner.deserialize_any($visit { inner: visitor, state: self.state })
+            }
+            fn is_human_readable(&self) -> bool {
+                self.inner.is_human_readable()
+            }
+        }
+    };
+}
+
+deserializer!(Wrap, Visit);
+deserializer!(KeyWrap, KeyVisit);
+
+/// A visitor that counts the value it is given, then hands it on.
+struct Visit<'s, V> {
+    inner: V,
+    state: &'s State,
+}
+
+macro_rules! scalars {
+    ($($method:ident($ty:ty) => $kind:expr;)*) => {
+        $(
+            fn $method<E: de::Error>(self, v: $ty) -> Result<V::Value, E> {
+                #[allow(clippy::redundant_closure_call)]
+                self.state.value(($kind)(&v))?;
+                self.inner.$method(v)
+            }
+        )*
+    };
+}
+
+impl<'de, 's, V: Visitor<'de>> Visitor<'de> for Visit<'s, V> {
+    type Value = V::Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.expecting(f)
+    }
+    scalars! {
+        visit_bool(bool) => |_: &bool| Kind::Other;
+        visit_i64(i64) => |v: &i64| if *v >= 0 { Kind::NonNegative } else { Kind::Other };
+        visit_u64(u64) => |_: &u64| Kind::NonNegative;
+        visit_f64(f64) => |v: &f64| if v.is_sign_positive() { Kind::NonNegative } else { Kind::Other };
+        visit_str(&str) => |_: &&str| Kind::Text;
+        visit_borrowed_str(&'de str) => |_: &&str| Kind::Text;
+        visit_string(String) => |_: &String| Kind::Text;
+        visit_bytes(&[u8]) => |_: &&[u8]| Kind::Text;
+        visit_borrowed_bytes(&'de [u8]) => |_: &&[u8]| Kind::Text;
+        visit_byte_buf(Vec<u8>) => |_: &Vec<u8>| Kind::Text;
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.state.value(Kind::Other)?;
+        self.inner.visit_unit()
+    }
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.state.value(Kind::Other)?;
+        self.inner.visit_none()
+    }
+    /// Not a value of its own: the value inside is counted when it is read.
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.inner.visit_some(Wrap { inner: d, state: self.state })
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.inner.visit_newtype_struct(Wrap { inner: d, state: self.state })
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.state.value(Kind::Array)?;
+        let read = self.inner.visit_seq(Seq { inner: seq, state: self.state });
+        self.state.close();
+        read
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.state.value(Kind::Object)?;
+        let read = self.inner.visit_map(Map { inner: map, state: self.state });
+        self.state.close();
+        read
+    }
+    fn visit_enum<A: EnumAccess<'de>>(self, _: A) -> Result<V::Value, A::Error> {
+        Err(self.state.uncounted("an enum"))
+    }
+}
+
+/// A key's visitor: tells the key to the tally, then hands it on. Keys are strings.
+struct KeyVisit<'s, V> {
+    inner: V,
+    state: &'s State,
+}
+
+impl<'de, 's, V: Visitor<'de>> Visitor<'de> for KeyVisit<'s, V> {
+    type Value = V::Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.expecting(f)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.state.member(v)?;
+        self.inner.visit_str(v)
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        self.state.member(v)?;
+        self.inner.visit_borrowed_str(v)
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
+        self.state.member(&v)?;
+        self.inner.visit_string(v)
+    }
+    // A key read as anything else (a number, bytes) would go uncounted: not here.
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<V::Value, E> {
+        Err(self.state.uncounted("a key read as a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<V::Value, E> {
+        Err(self.state.uncounted("a key read as a number"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<V::Value, E> {
+        Err(self.state.uncounted("a key read as a number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<V::Value, E> {
+        Err(self.state.uncounted("a key read as a number"))
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<V::Value, E> {
+        Err(self.state.uncounted("a key read as bytes"))
+    }
+}
+
+struct Seq<'s, A> {
+    inner: A,
+    state: &'s State,
+}
+
+impl<'de, 's, A: SeqAccess<'de>> SeqAccess<'de> for Seq<'s, A> {
+    type Error = A::Error;
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, A::Error> {
+        self.inner.next_element_seed(Element { seed, state: self.state })
+    }
+    fn size_hint(&self) -> Option<usize> {
+        self.inner.size_hint()
+    }
+}
+
+/// An element of an array: counted as one, then read as a counted value.
+struct Element<'s, T> {
+    seed: T,
+    state: &'s State,
+}
+
+impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Element<'s, T> {
+    type Value = T::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
+        self.state.element()?;
+        self.seed.deserialize(Wrap { inner: d, state: self.state })
+    }
+}
+
+struct Map<'s, A> {
+    inner: A,
+    state: &'s State,
+}
+
+impl<'de, 's, A: MapAccess<'de>> MapAccess<'de> for Map<'s, A> {
+    type Error = A::Error;
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        self.inner.next_key_seed(Seeded { seed, state: self.state, key: true })
+    }
+    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
+        self.inner.next_value_seed(Seeded { seed, state: self.state, key: false })
+    }
+    fn size_hint(&self) -> Option<usize> {
+        self.inner.size_hint()
+    }
+}
+
+/// A member's key or value, read through the matching wrapper.
+struct Seeded<'s, T> {
+    seed: T,
+    state: &'s State,
+    key: bool,
+}
+
+impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Seeded<'s, T> {
+    type Value = T::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
+        match self.key {
+            true => self.seed.deserialize(KeyWrap { inner: d, state: self.state }),
+            false => self.seed.deserialize(Wrap { inner: d, state: self.state }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse, Counted};
+    use crate::api::counts::Layout;
+    use crate::api::free::Free;
+
+    #[test]
+    fn a_shape_it_does_not_count_is_left_to_the_scan() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        enum E {
+            A(u8),
+        }
+        assert!(matches!(parse::<E>(br#"{"A":1}"#, Layout::CREATE_CALL), Counted::Unsure));
+        assert!(matches!(parse::<Free>(b"{} x", Layout::CREATE_CALL), Counted::Unsure));
+    }
+}

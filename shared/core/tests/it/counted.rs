@@ -1,0 +1,121 @@
+//! The pipeline counts limits while it parses (`api::counted`). Every body gets the answer
+//! the count scan and then the plain parse gave (`counts::check`, `serde_json::from_slice`):
+//! the same record, or the same refusal, status, pointer, code and message. Checked on real
+//! calls, on the shapes each limit was written for, on the fuzzer's seeds, and on each of
+//! them spliced with bytes that break it at random places.
+
+use call_ingest_core::api::counts::{self, Layout, MAX_DEPTH, MAX_KEYS, MAX_SEGMENTS, MAX_VALUES};
+use call_ingest_core::api::counts::{MAX_WORDS, MAX_WORDS_PER_SEGMENT};
+use call_ingest_core::api::{BodyError, CreateCall, SendCallData};
+use call_ingest_core::call::{parse_create_call, parse_send_call_data, Rejection};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+
+fn scan_then_parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: Layout) -> Result<T, Rejection> {
+    counts::check(body, layout).map_err(Rejection::OverLimit)?;
+    serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
+}
+
+fn same(body: &[u8]) {
+    let shown = || String::from_utf8_lossy(&body[..body.len().min(160)]).into_owned();
+    assert_eq!(parse_create_call(body), scan_then_parse::<CreateCall>(body, Layout::CREATE_CALL), "B: {}", shown());
+    assert_eq!(
+        parse_send_call_data(body),
+        scan_then_parse::<SendCallData>(body, Layout::SEND_CALL_DATA),
+        "A: {}",
+        shown()
+    );
+}
+
+fn list(n: usize, each: &str) -> String {
+    vec![each; n].join(",")
+}
+
+/// Bodies at and past each limit, and real calls of both operations.
+fn shapes() -> Vec<Vec<u8>> {
+    let word = r#"{"word":"a","start_ms":1,"end_ms":2,"confidence":0.9}"#;
+    let odd_word = r#"{"word":1,"start_ms":"x","end_ms":-1,"confidence":null,"word":"b","x":[{}]}"#;
+    let words = |n: usize, w: &str| format!(r#"{{"role":"agent","words":[{}]}}"#, list(n, w));
+    let segments = |n: usize, s: &str| format!(r#"{{"call_id":"c","transcript_with_tool_calls":[{}]}}"#, list(n, s));
+    let keys = |n: usize| format!("{{{}}}", (0..n).map(|i| format!(r#""k/{i}~":0"#)).collect::<Vec<_>>().join(","));
+    let deep = |n: usize| format!(r#"{{"metadata":{{"a":{}{}}}}}"#, "[".repeat(n), "]".repeat(n));
+    let flat = |n: usize| format!(r#"{{"metadata":{{"a":[{}]}}}}"#, list(n, "0"));
+    let long_key = format!(r#"{{"{}":{}{}}}"#, "ké".repeat(50_000), "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+    let per = MAX_WORDS_PER_SEGMENT;
+    let mut bodies = vec![
+        segments(MAX_SEGMENTS, "{}"),
+        segments(MAX_SEGMENTS + 1, "{}"),
+        segments(MAX_SEGMENTS + 1, "1"),
+        segments(1, &words(per, word)),
+        segments(1, &words(per + 1, word)),
+        segments(MAX_WORDS / per + 1, &words(per, "{}")),
+        segments(12, &words(per, odd_word)),
+        segments(10, &words(per, r#"{"word":"a","x":1,"y":2,"z":3,"w":4}"#)),
+        format!(r#"{{"transcript\u005fwith_tool_calls":[{}]}}"#, list(MAX_SEGMENTS + 1, "1")),
+        format!(r#"{{"metadata":{}}}"#, keys(MAX_KEYS)),
+        format!(r#"{{"metadata":{}}}"#, keys(MAX_KEYS + 1)),
+        deep(MAX_DEPTH - 2),
+        deep(MAX_DEPTH - 1),
+        flat(MAX_VALUES / 2),
+        flat(MAX_VALUES),
+        long_key,
+        format!(r#"{{"agentId":"a","callId":"c","transcript":[{}]}}"#, list(MAX_SEGMENTS + 1, "{}")),
+        format!(r#"{{"agentId":"a","callId":"c","transcript":[{}]}}"#, list(3, &words(per + 1, "1"))),
+    ]
+    .into_iter()
+    .map(String::into_bytes)
+    .collect::<Vec<_>>();
+    for seed in 1..4 {
+        bodies.push(callgen::create_call_minutes(2.0, seed));
+        bodies.push(callgen::send_call_data(&callgen::Options {
+            size: callgen::Size::Minutes(2.0),
+            seed,
+            call_id: None,
+        }));
+    }
+    bodies
+}
+
+fn fuzz_seeds() -> Vec<Vec<u8>> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/seeds");
+    let mut seeds: Vec<Vec<u8>> =
+        std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    assert!(seeds.len() >= 10, "the fuzzer's seeds: {dir}");
+    seeds.sort();
+    seeds
+}
+
+/// The shapes and the seeds, built once for every test here.
+fn bodies() -> &'static [Vec<u8>] {
+    static BODIES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    BODIES.get_or_init(|| shapes().into_iter().chain(fuzz_seeds()).collect())
+}
+
+#[test]
+fn every_shape_and_seed_is_answered_as_before() {
+    for body in bodies() {
+        same(body);
+    }
+}
+
+/// What a splice puts in: bytes that end a string, a container or the text early, or are
+/// not UTF-8, not an escape, not a number.
+const BREAKS: [&[u8]; 10] = [b"\xff", b"\"", b"]", b"}", b",", b"\\u12", b"-", b"{\"k\":", b"\"\\", b""];
+
+proptest! {
+    #![proptest_config(Config { cases: 48, failure_persistence: None, ..Config::default() })]
+
+    /// A body broken somewhere before, at or after the place a limit refuses it: whichever
+    /// comes first decides, as it did.
+    #[test]
+    fn a_broken_body_is_answered_as_before(shape in 0usize..64, at in 0.0f64..1.0, with in 0usize..BREAKS.len(), cut in any::<bool>()) {
+        let body = &bodies()[shape % bodies().len()];
+        let at = ((body.len() as f64) * at) as usize;
+        let mut broken = body[..at].to_vec();
+        broken.extend_from_slice(BREAKS[with]);
+        if !cut {
+            broken.extend_from_slice(&body[at..]);
+        }
+        same(&broken);
+    }
+}
