@@ -13,12 +13,13 @@
 //! byte scan and the plain parse, whose answers (status, pointer, code) stay those of
 //! before. Only bodies that are refused take that path.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
 
-use super::counts::{Kind, Layout, Tally};
+use super::counts::{Kind, Layout, Over, Tally};
 use super::problem::Violation;
 
 /// What a counted parse found.
@@ -52,15 +53,15 @@ enum Stop {
     Uncounted,
 }
 
-struct State {
-    tally: RefCell<Tally>,
+struct State<'de> {
+    tally: RefCell<Tally<'de>>,
     stop: RefCell<Option<Stop>>,
 }
 
-impl State {
-    fn check<E: de::Error>(&self, counted: Result<(), Violation>) -> Result<(), E> {
+impl<'de> State<'de> {
+    fn check<E: de::Error>(&self, counted: Result<(), Over>) -> Result<(), E> {
         counted.map_err(|v| {
-            *self.stop.borrow_mut() = Some(Stop::Over(v));
+            *self.stop.borrow_mut() = Some(Stop::Over(*v));
             E::custom("past a count limit")
         })
     }
@@ -70,7 +71,7 @@ impl State {
     fn element<E: de::Error>(&self) -> Result<(), E> {
         self.check(self.tally.borrow_mut().element())
     }
-    fn member<E: de::Error>(&self, key: &str) -> Result<(), E> {
+    fn member<E: de::Error>(&self, key: Cow<'de, str>) -> Result<(), E> {
         self.check(self.tally.borrow_mut().member(key))
     }
     fn close(&self) {
@@ -83,15 +84,15 @@ impl State {
 }
 
 /// A deserializer whose every value is counted.
-struct Wrap<'s, D> {
+struct Wrap<'s, 'de, D> {
     inner: D,
-    state: &'s State,
+    state: &'s State<'de>,
 }
 
 /// The deserializer of an object's key: it tells the key to the tally.
-struct KeyWrap<'s, D> {
+struct KeyWrap<'s, 'de, D> {
     inner: D,
-    state: &'s State,
+    state: &'s State<'de>,
 }
 
 /// Forwards each method of `Deserializer` to the inner one, with the visitor wrapped.
@@ -107,7 +108,7 @@ macro_rules! forward {
 
 macro_rules! deserializer {
     ($wrap:ident, $visit:ident) => {
-        impl<'de, 's, D: Deserializer<'de>> Deserializer<'de> for $wrap<'s, D> {
+        impl<'de, 's, D: Deserializer<'de>> Deserializer<'de> for $wrap<'s, 'de, D> {
             type Error = D::Error;
             forward! {$visit;
                 deserialize_any() deserialize_bool() deserialize_i8() deserialize_i16() deserialize_i32()
@@ -138,9 +139,9 @@ deserializer!(Wrap, Visit);
 deserializer!(KeyWrap, KeyVisit);
 
 /// A visitor that counts the value it is given, then hands it on.
-struct Visit<'s, V> {
+struct Visit<'s, 'de, V> {
     inner: V,
-    state: &'s State,
+    state: &'s State<'de>,
 }
 
 macro_rules! scalars {
@@ -155,7 +156,7 @@ macro_rules! scalars {
     };
 }
 
-impl<'de, 's, V: Visitor<'de>> Visitor<'de> for Visit<'s, V> {
+impl<'de, 's, V: Visitor<'de>> Visitor<'de> for Visit<'s, 'de, V> {
     type Value = V::Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.inner.expecting(f)
@@ -205,26 +206,26 @@ impl<'de, 's, V: Visitor<'de>> Visitor<'de> for Visit<'s, V> {
 }
 
 /// A key's visitor: tells the key to the tally, then hands it on. Keys are strings.
-struct KeyVisit<'s, V> {
+struct KeyVisit<'s, 'de, V> {
     inner: V,
-    state: &'s State,
+    state: &'s State<'de>,
 }
 
-impl<'de, 's, V: Visitor<'de>> Visitor<'de> for KeyVisit<'s, V> {
+impl<'de, 's, V: Visitor<'de>> Visitor<'de> for KeyVisit<'s, 'de, V> {
     type Value = V::Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.inner.expecting(f)
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
-        self.state.member(v)?;
+        self.state.member(Cow::Owned(v.to_owned()))?;
         self.inner.visit_str(v)
     }
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
-        self.state.member(v)?;
+        self.state.member(Cow::Borrowed(v))?;
         self.inner.visit_borrowed_str(v)
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
-        self.state.member(&v)?;
+        self.state.member(Cow::Owned(v.clone()))?;
         self.inner.visit_string(v)
     }
     // A key read as anything else (a number, bytes) would go uncounted: not here.
@@ -245,12 +246,12 @@ impl<'de, 's, V: Visitor<'de>> Visitor<'de> for KeyVisit<'s, V> {
     }
 }
 
-struct Seq<'s, A> {
+struct Seq<'s, 'de, A> {
     inner: A,
-    state: &'s State,
+    state: &'s State<'de>,
 }
 
-impl<'de, 's, A: SeqAccess<'de>> SeqAccess<'de> for Seq<'s, A> {
+impl<'de, 's, A: SeqAccess<'de>> SeqAccess<'de> for Seq<'s, 'de, A> {
     type Error = A::Error;
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, A::Error> {
         self.inner.next_element_seed(Element { seed, state: self.state })
@@ -261,12 +262,12 @@ impl<'de, 's, A: SeqAccess<'de>> SeqAccess<'de> for Seq<'s, A> {
 }
 
 /// An element of an array: counted as one, then read as a counted value.
-struct Element<'s, T> {
+struct Element<'s, 'de, T> {
     seed: T,
-    state: &'s State,
+    state: &'s State<'de>,
 }
 
-impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Element<'s, T> {
+impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Element<'s, 'de, T> {
     type Value = T::Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
         self.state.element()?;
@@ -274,12 +275,12 @@ impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Element<'s, T> {
     }
 }
 
-struct Map<'s, A> {
+struct Map<'s, 'de, A> {
     inner: A,
-    state: &'s State,
+    state: &'s State<'de>,
 }
 
-impl<'de, 's, A: MapAccess<'de>> MapAccess<'de> for Map<'s, A> {
+impl<'de, 's, A: MapAccess<'de>> MapAccess<'de> for Map<'s, 'de, A> {
     type Error = A::Error;
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
         self.inner.next_key_seed(Seeded { seed, state: self.state, key: true })
@@ -293,13 +294,13 @@ impl<'de, 's, A: MapAccess<'de>> MapAccess<'de> for Map<'s, A> {
 }
 
 /// A member's key or value, read through the matching wrapper.
-struct Seeded<'s, T> {
+struct Seeded<'s, 'de, T> {
     seed: T,
-    state: &'s State,
+    state: &'s State<'de>,
     key: bool,
 }
 
-impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Seeded<'s, T> {
+impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Seeded<'s, 'de, T> {
     type Value = T::Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
         match self.key {

@@ -9,6 +9,8 @@
 //! words) and from the 32 MiB a body may expand to: a realistic call at that cap fits with
 //! room to spare; a body of empty objects or tiny values at that cap does not.
 
+use std::borrow::Cow;
+
 use super::problem::{Code, Violation};
 
 /// Most segments (operation B's `transcript_with_tool_calls`, operation A's `transcript`).
@@ -88,26 +90,29 @@ pub(crate) enum Kind {
     Object,
 }
 
-/// An open array or object.
-struct Frame {
+/// An open array or object; `'k`: the body its keys are borrowed from.
+struct Frame<'k> {
     array: bool,
     role: Role,
     /// Elements or members so far.
     count: usize,
-    /// The current member's key, its first [`MAX_POINTER_KEY`] characters.
-    key: String,
-    /// Whether the key was longer.
-    key_cut: bool,
+    /// The current member's key: borrowed from the body when it has no escapes, so that
+    /// counting a member copies nothing.
+    key: Cow<'k, str>,
     /// A word's own fields seen so far (bit i: `WORD_FIELDS[i]`).
     seen: u8,
 }
 
+/// A limit's violation, boxed: the counts run for every value, and their `Ok` stays one
+/// register wide.
+pub(crate) type Over = Box<Violation>;
+
 /// The counts so far, fed one event at a time by whoever reads the body: the byte scan of
 /// [`check`], or the typed parse itself (`api::counted`). Each event is refused when it
 /// takes a count past its limit, naming where.
-pub(crate) struct Tally {
+pub(crate) struct Tally<'k> {
     layout: Layout,
-    stack: Vec<Frame>,
+    stack: Vec<Frame<'k>>,
     values: usize,
     words: usize,
     /// The next value is a word: counted by the words limits.
@@ -117,13 +122,13 @@ pub(crate) struct Tally {
     field: Option<usize>,
 }
 
-impl Tally {
-    pub(crate) fn new(layout: Layout) -> Tally {
+impl<'k> Tally<'k> {
+    pub(crate) fn new(layout: Layout) -> Tally<'k> {
         Tally { layout, stack: Vec::new(), values: 0, words: 0, uncounted: false, field: None }
     }
 
     /// A value of `kind` starts; a container is opened (closed by [`Tally::close`]).
-    pub(crate) fn value(&mut self, kind: Kind) -> Result<(), Violation> {
+    pub(crate) fn value(&mut self, kind: Kind) -> Result<(), Over> {
         let counted = match self.field.take() {
             Some(i) => {
                 let fits = match WORD_FIELDS[i].1 {
@@ -149,7 +154,7 @@ impl Tally {
                 return Err(self.over(format!("nested more than {MAX_DEPTH} levels deep")));
             }
             let role = self.role_of_new(array);
-            self.stack.push(Frame { array, role, count: 0, key: String::new(), key_cut: false, seen: 0 });
+            self.stack.push(Frame { array, role, count: 0, key: Cow::Borrowed(""), seen: 0 });
         }
         Ok(())
     }
@@ -172,7 +177,7 @@ impl Tally {
     }
 
     /// The next element of the array on top starts.
-    pub(crate) fn element(&mut self) -> Result<(), Violation> {
+    pub(crate) fn element(&mut self) -> Result<(), Over> {
         let Some(top) = self.stack.last_mut() else { return Ok(()) };
         top.count += 1;
         let (role, count) = (top.role, top.count);
@@ -196,18 +201,10 @@ impl Tally {
     }
 
     /// The next member of the object on top starts, with `key` (decoded).
-    pub(crate) fn member(&mut self, key: &str) -> Result<(), Violation> {
+    pub(crate) fn member(&mut self, key: Cow<'k, str>) -> Result<(), Over> {
         let Some(top) = self.stack.last_mut() else { return Ok(()) };
         top.count += 1;
-        top.key.clear();
-        if key.len() <= MAX_POINTER_KEY {
-            top.key.push_str(key);
-            top.key_cut = false;
-        } else {
-            let mut chars = key.chars();
-            top.key.extend(chars.by_ref().take(MAX_POINTER_KEY));
-            top.key_cut = chars.next().is_some();
-        }
+        top.key = key;
         if top.count > MAX_KEYS {
             return Err(self.over(format!("more than {MAX_KEYS} members in one object")));
         }
@@ -226,7 +223,7 @@ impl Tally {
         self.count_values(MEMBER_WEIGHT)
     }
 
-    fn count_values(&mut self, n: usize) -> Result<(), Violation> {
+    fn count_values(&mut self, n: usize) -> Result<(), Over> {
         self.values += n;
         if self.values > MAX_VALUES {
             return Err(self.over(format!(
@@ -239,33 +236,36 @@ impl Tally {
     }
 
     /// The violation of a limit at the element or member being read.
-    fn over(&self, message: String) -> Violation {
+    #[cold]
+    #[inline(never)]
+    fn over(&self, message: String) -> Over {
         let mut pointer = String::new();
         for frame in &self.stack {
             pointer.push('/');
             if frame.array {
                 pointer.push_str(&frame.count.saturating_sub(1).to_string());
             } else {
-                for c in frame.key.chars() {
+                let mut chars = frame.key.chars();
+                for c in chars.by_ref().take(MAX_POINTER_KEY) {
                     match c {
                         '~' => pointer.push_str("~0"),
                         '/' => pointer.push_str("~1"),
                         c => pointer.push(c),
                     }
                 }
-                if frame.key_cut {
+                if chars.next().is_some() {
                     // The answer quotes the pointer: a key of megabytes would not fit it.
                     pointer.push('…');
                 }
             }
         }
-        Violation::new(pointer, Code::Limit, message)
+        Box::new(Violation::new(pointer, Code::Limit, message))
     }
 }
 
-impl Frame {
+impl Frame<'_> {
     fn key_is(&self, name: &str) -> bool {
-        !self.key_cut && self.key == name
+        self.key == name
     }
 }
 
@@ -284,7 +284,7 @@ pub fn check(body: &[u8], layout: Layout) -> Result<(), Violation> {
 struct Scan<'a> {
     body: &'a [u8],
     at: usize,
-    tally: Tally,
+    tally: Tally<'a>,
 }
 
 /// Why the scan stopped: past a limit, or at something that is not JSON (left to the
@@ -294,9 +294,9 @@ enum Stop {
     Malformed,
 }
 
-impl From<Violation> for Stop {
-    fn from(v: Violation) -> Stop {
-        Stop::Over(v)
+impl From<Over> for Stop {
+    fn from(v: Over) -> Stop {
+        Stop::Over(*v)
     }
 }
 
@@ -375,8 +375,7 @@ impl Scan<'_> {
             return Err(Stop::Malformed);
         }
         let span = self.string()?;
-        let body = self.body;
-        self.tally.member(&span_text(body, span))?;
+        self.tally.member(span_text(self.body, span))?;
         match self.next_byte()? {
             b':' => Ok(()),
             _ => Err(Stop::Malformed),
@@ -422,7 +421,7 @@ impl Scan<'_> {
 }
 
 /// The string at `span` of `body` (between its quotes), decoded.
-fn span_text(body: &[u8], span: (usize, usize)) -> std::borrow::Cow<'_, str> {
+fn span_text(body: &[u8], span: (usize, usize)) -> Cow<'_, str> {
     let raw = &body[span.0..span.1];
     if raw.contains(&b'\\') {
         // Escapes: let the JSON parser decode them (quotes included in the span).

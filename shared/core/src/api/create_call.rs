@@ -64,7 +64,9 @@ record! {
         "role" role: String,
         #[garde(skip)]
         "text" text: String,
-        #[garde(dive)]
+        // A word's fields are checked in `validate::checks` (garde skips each): diving
+        // into thousands of words would only walk them.
+        #[garde(skip)]
         "words" words: Vec<Word>,
         #[garde(custom(rules::millis))]
         "start_ms" start_ms: Number,
