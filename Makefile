@@ -27,7 +27,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Every function: one crate each under functions/, named as its binary.
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: help venv browser test test-rust test-viewer test-http test-chaos chaos chaos-short lint fmt clippy build bench bench-reading run deploy fuzz-build clean-venv
+.PHONY: help venv browser test test-rust test-viewer test-http test-chaos chaos chaos-short lint fmt clippy build bench bench-reading bench-startup bench-peer run deploy fuzz-build clean-venv
 
 help:
 	@echo "make run      local stack: DynamoDB on 127.0.0.1:$(DYNAMODB_PORT), API on http://127.0.0.1:$(API_PORT)"
@@ -38,6 +38,7 @@ help:
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks: parse + validate + normalise, validation by element count, decompression, anonymous cost"
 	@echo "make bench-reading  get and list latency against the local DynamoDB, read units by call size"
+	@echo "make bench-startup  time to the first runtime API poll, release x86_64, each function vs hello-world lambda_http (30 runs)"
 	@echo "make deploy   sam build + sam deploy (guided the first time)"
 
 venv: $(VENV)/.installed
@@ -115,6 +116,13 @@ bench:
 # read units each read costs by call size.
 bench-reading: venv
 	cargo bench -p call-ingest-http --bench reading
+
+# Start-up: release builds of hello-lambda and every function for this machine, then the
+# median time to the first runtime API poll of each, and its ratio to hello-lambda's.
+RELEASE_DIR = $${CARGO_TARGET_DIR:-target}/release
+bench-startup: venv
+	cargo build --release -p hello-lambda $(addprefix -p ,$(FUNCTIONS))
+	$(PY) scripts/startup_time.py --runs 30 --baseline $(RELEASE_DIR)/hello-lambda $(addprefix $(RELEASE_DIR)/,$(FUNCTIONS))
 
 fuzz-build:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
