@@ -85,7 +85,9 @@ fn show_call(out: &Output, call: &StoredCall, revisions: bool, raw: bool) -> any
         out.bytes(&call.current.raw)?;
         return Ok(());
     }
-    let mut value = serde_json::to_value(call)?;
+    // Through bytes and `Free`, not `to_value`: that reads the stored document as a `Value`,
+    // which parses again a string a client sent under serde_json's private key.
+    let call_ingest_core::api::free::Free(mut value) = serde_json::from_slice(&serde_json::to_vec(call)?)?;
     if let Some(object) = value.as_object_mut() {
         // Left in, an empty list would read as "this call has no earlier revisions".
         if !revisions {

@@ -61,9 +61,9 @@ pub struct Layout {
 impl Layout {
     pub const CREATE_CALL: Layout = Layout { segments: "transcript_with_tool_calls", words: true };
     pub const SEND_CALL_DATA: Layout = Layout { segments: "transcript", words: false };
-    /// A provider's webhook payload, before it is mapped: no list is B's segments (no root
-    /// member is named ""), so the limits on values, keys and nesting apply, which bound the
-    /// JSON tree the mapping reads.
+    /// A provider's webhook payload, before it is mapped: no list is B's segments (an empty
+    /// name names none, not a root member named ""), so the limits on values, keys and
+    /// nesting apply, which bound the JSON tree the mapping reads.
     pub const PROVIDER_PAYLOAD: Layout = Layout { segments: "", words: false };
 }
 
@@ -159,6 +159,11 @@ impl<'k> Tally<'k> {
         Ok(())
     }
 
+    /// The values counted so far (words aside).
+    pub(crate) fn values(&self) -> usize {
+        self.values
+    }
+
     /// The container on top ends.
     pub(crate) fn close(&mut self) {
         self.stack.pop();
@@ -168,7 +173,9 @@ impl<'k> Tally<'k> {
     fn role_of_new(&self, array: bool) -> Role {
         let Some(parent) = self.stack.last() else { return Role::Root };
         match (parent.role, array) {
-            (Role::Root, true) if parent.key_is(self.layout.segments) => Role::Segments,
+            (Role::Root, true) if !self.layout.segments.is_empty() && parent.key_is(self.layout.segments) => {
+                Role::Segments
+            }
             (Role::Segments, false) => Role::Segment,
             (Role::Segment, true) if self.layout.words && parent.key_is("words") => Role::Words,
             (Role::Words, false) => Role::Word,
@@ -269,14 +276,15 @@ impl Frame<'_> {
     }
 }
 
-/// Checks `body` against the count limits, in a pass of its own over the bytes. A body
-/// that is not well-formed JSON passes: the parser that follows refuses it with its own,
-/// better, message. (The typed parse counts as it reads, `api::counted`; this pass decides
-/// when that parse fails, and for a provider's tool arguments.)
-pub fn check(body: &[u8], layout: Layout) -> Result<(), Violation> {
+/// Checks `body` against the count limits, in a pass of its own over the bytes, and
+/// answers the values it counted. A body that is not well-formed JSON passes: the parser
+/// that follows refuses it with its own, better, message. (The typed parse counts as it
+/// reads, `api::counted`; this pass decides when that parse fails, and for a provider's
+/// tool arguments.)
+pub fn check(body: &[u8], layout: Layout) -> Result<usize, Violation> {
     let mut scan = Scan { body, at: 0, tally: Tally::new(layout) };
     match scan.values_until_end() {
-        Ok(()) | Err(Stop::Malformed) => Ok(()),
+        Ok(()) | Err(Stop::Malformed) => Ok(scan.tally.values),
         Err(Stop::Over(v)) => Err(v),
     }
 }

@@ -40,13 +40,22 @@ pub fn parse_send_call_data(body: &[u8]) -> Result<SendCallData, Rejection> {
 /// The typed parse, counting as it reads, so nothing is built for an element past a limit.
 /// A body it cannot judge alone (not JSON, not an object) is judged as before: the count
 /// scan first, then the plain parse's error.
-pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: counts::Layout) -> Result<T, Rejection> {
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: counts::Layout) -> Result<T, Rejection> {
+    parse_counting(body, layout).map(|(t, _)| t)
+}
+
+/// [`parse`], answering also the values counted (words aside).
+pub(crate) fn parse_counting<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    layout: counts::Layout,
+) -> Result<(T, usize), Rejection> {
     match counted::parse(body, layout) {
-        Counted::Parsed(t) => Ok(t),
+        Counted::Parsed(t, values) => Ok((t, values)),
         Counted::Over(v) => Err(Rejection::OverLimit(v)),
         Counted::Unsure => {
-            counts::check(body, layout).map_err(Rejection::OverLimit)?;
-            serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
+            let values = counts::check(body, layout).map_err(Rejection::OverLimit)?;
+            let t = serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))?;
+            Ok((t, values))
         }
     }
 }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::fields::{self, array, clip, ms_of_seconds, number, object, text, tool_value, Record};
+use super::fields::{self, array, clip, ms_of_seconds, number, object, text, tool_value, Record, TextBudget};
 use super::{Event, Mapped};
 use crate::call::Rejection;
 
@@ -24,7 +24,7 @@ const METRICS: [(&str, &str); 3] = [
     ("convai_asr_trailing_service_latency", "stt_node_ttfb"),
 ];
 
-pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
+pub(super) fn read(payload: &Map<String, Value>, texts: &TextBudget) -> Result<Event, Rejection> {
     let kind = payload.get("type").and_then(Value::as_str).unwrap_or("(no type)");
     if kind != "post_call_transcription" {
         return Ok(Event::Ignored(kind.to_owned()));
@@ -79,13 +79,13 @@ pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
         raw.maybe(key, data.get("metadata").and_then(|m| m.get(key)).cloned());
     }
     r.set("general_meta_data_raw", json!({ "elevenlabs": raw.0 }));
-    r.set("transcript_with_tool_calls", timeline(data)?);
+    r.set("transcript_with_tool_calls", timeline(data, texts)?);
     let agent = text(data, &[&["agent_id"]]).map(str::to_owned);
     Ok(Event::Call(Mapped { record: r.0, agent, stage: 0 }))
 }
 
 /// The turns, their tool calls and results, node changes; each turn's metrics.
-fn timeline(data: &Value) -> Result<Value, Rejection> {
+fn timeline(data: &Value, texts: &TextBudget) -> Result<Value, Rejection> {
     const AT: &str = "/data/transcript";
     let mut segments: Vec<Value> = Vec::new();
     let mut calls: HashMap<String, usize> = HashMap::new();
@@ -111,8 +111,9 @@ fn timeline(data: &Value) -> Result<Value, Rejection> {
         for call in array(turn, &["tool_calls"]) {
             let id = text(call, &[&["request_id"]]).unwrap_or_default();
             let mut tool = Record::default();
-            tool.maybe("name", text(call, &[&["tool_name"]])).set("request_id", id);
-            tool.set("params", call.get("params_as_json").map(tool_value).unwrap_or(Value::Null)).maybe("start_ms", at);
+            tool.maybe("name", text(call, &[&["tool_name"]]).map(fields::tool_name)).set("request_id", id);
+            tool.set("params", call.get("params_as_json").map(|v| tool_value(v, texts)).unwrap_or(Value::Null))
+                .maybe("start_ms", at);
             let mut segment = json!({ "role": "agent_function", "tool": tool.0 });
             if let Some(t) = at {
                 segment["start_ms"] = t.into();
@@ -122,7 +123,7 @@ fn timeline(data: &Value) -> Result<Value, Rejection> {
         }
         for result in array(turn, &["tool_results"]) {
             let id = text(result, &[&["request_id"]]).unwrap_or_default();
-            let value = result.get("result_value").map(tool_value).unwrap_or(Value::Null);
+            let value = result.get("result_value").map(|v| tool_value(v, texts)).unwrap_or(Value::Null);
             let failed = result.get("is_error").and_then(Value::as_bool);
             let took = number(result, &[&["tool_latency_secs"]]).and_then(ms_of_seconds);
             let called = calls.get(id).copied();
@@ -132,7 +133,9 @@ fn timeline(data: &Value) -> Result<Value, Rejection> {
                 fields::join_result(&mut segments[i], &value, failed, ended);
             }
             let mut tool = Record::default();
-            tool.maybe("name", text(result, &[&["tool_name"]])).set("request_id", id).set("result", value);
+            tool.maybe("name", text(result, &[&["tool_name"]]).map(fields::tool_name))
+                .set("request_id", id)
+                .set("result", value);
             tool.maybe("is_error", failed).maybe("start_ms", begun).maybe("end_ms", ended);
             let mut segment = json!({ "role": "agent_result", "tool": tool.0 });
             if let Some(t) = ended.or(at) {

@@ -1,6 +1,8 @@
 //! Reading a provider's payload: values at a path, as the types the mapping needs, never
 //! failing (a value of another type is as good as missing), and building the record.
 
+use std::cell::Cell;
+
 use serde_json::{json, Map, Value};
 
 use crate::api::counts::{self, MAX_SEGMENTS};
@@ -80,21 +82,51 @@ pub fn ms(millis: f64) -> Option<i64> {
     (millis.is_finite() && millis <= MAX_MS).then(|| millis.ceil().max(0.0) as i64)
 }
 
+/// Longest tool name a mapping keeps, in characters (OpenAI's function names are at most
+/// 64). A result row without a name of its own is given its call's: unclipped, one long
+/// name in a payload would be copied into every result citing it (N rows × the name).
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// A tool's name as a mapping keeps it: at most [`MAX_TOOL_NAME`] characters.
+pub fn tool_name(name: &str) -> String {
+    clip(name, MAX_TOOL_NAME)
+}
+
 /// `text`, at most `max` characters.
 pub fn clip(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
 }
 
+/// What the JSON text of one payload's tools may still parse into: the values the payload's
+/// own count left of [`counts::MAX_VALUES`], as if the text had been sent as JSON. Each text
+/// is counted alone, so without one budget for all, a payload of many texts each under the
+/// limit would build a tree per text (27 of 1.1 MiB: about 1.7 GB).
+pub struct TextBudget(Cell<usize>);
+
+impl TextBudget {
+    /// After a payload whose count was `spent`.
+    pub fn after(spent: usize) -> TextBudget {
+        TextBudget(Cell::new(counts::MAX_VALUES.saturating_sub(spent)))
+    }
+
+    /// Takes `values` from what is left, if that many are.
+    fn take(&self, values: usize) -> bool {
+        let left = self.0.get();
+        left.checked_sub(values).map(|rest| self.0.set(rest)).is_some()
+    }
+}
+
 /// A tool's arguments or result as the record keeps them: a JSON object as it is, JSON text
-/// of an object parsed, anything else under `value`.
-pub fn tool_value(value: &Value) -> Value {
+/// of an object parsed (within the payload's [`TextBudget`]), anything else under `value`.
+pub fn tool_value(value: &Value, texts: &TextBudget) -> Value {
     match value {
         Value::Object(_) => value.clone(),
-        // JSON text is parsed only within the count limits a body has (the body's own
-        // check saw a string), and read as `Free`: serde_json's private keys are data.
+        // JSON text is parsed only within the count limits left to the body (its own count
+        // saw a string), and read as `Free`: serde_json's private keys are data.
         Value::String(s) => match counts::check(s.as_bytes(), counts::Layout::PROVIDER_PAYLOAD)
             .ok()
-            .and_then(|()| serde_json::from_str::<Free>(s).ok())
+            .filter(|values| texts.take(*values))
+            .and_then(|_| serde_json::from_str::<Free>(s).ok())
         {
             Some(Free(parsed @ Value::Object(_))) => parsed,
             _ => json!({ "value": s }),

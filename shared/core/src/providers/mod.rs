@@ -11,6 +11,7 @@ pub mod signature;
 pub mod vapi;
 
 mod fields;
+pub use fields::MAX_TOOL_NAME;
 
 use serde_json::{Map, Value};
 
@@ -44,15 +45,16 @@ pub struct Mapped {
 /// Reads a webhook body of `provider`: the event, mapped when it is a call.
 pub fn read(provider: Provider, body: &[u8]) -> Result<Event, Rejection> {
     // `Free`, not `Value`: the counts see strings where `Value` would parse some again.
-    let crate::api::free::Free(value) =
-        crate::call::pipeline::parse(body, crate::api::counts::Layout::PROVIDER_PAYLOAD)?;
+    let (crate::api::free::Free(value), spent) =
+        crate::call::pipeline::parse_counting(body, crate::api::counts::Layout::PROVIDER_PAYLOAD)?;
+    let texts = fields::TextBudget::after(spent);
     let Value::Object(payload) = value else {
         return Err(Rejection::Unreadable(BodyError::NotObject));
     };
     match provider {
-        Provider::Vapi => vapi::read(&payload),
-        Provider::Retell => retell::read(&payload),
-        Provider::ElevenLabs => elevenlabs::read(&payload),
+        Provider::Vapi => vapi::read(&payload, &texts),
+        Provider::Retell => retell::read(&payload, &texts),
+        Provider::ElevenLabs => elevenlabs::read(&payload, &texts),
     }
 }
 

@@ -12,11 +12,11 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::fields::{self, array, clip, ms_of_seconds, number, object, text, tool_value, Record};
+use super::fields::{self, array, clip, ms_of_seconds, number, object, text, tool_value, Record, TextBudget};
 use super::{Event, Mapped};
 use crate::call::Rejection;
 
-pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
+pub(super) fn read(payload: &Map<String, Value>, texts: &TextBudget) -> Result<Event, Rejection> {
     let event = payload.get("event").and_then(Value::as_str).unwrap_or("(no event)");
     let stage = match event {
         "call_ended" => 1,
@@ -85,13 +85,13 @@ pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
         raw.maybe(key, call.get(key).cloned());
     }
     r.set("general_meta_data_raw", json!({ "retell": raw.0 }));
-    r.set("transcript_with_tool_calls", timeline(call)?);
+    r.set("transcript_with_tool_calls", timeline(call, texts)?);
     let agent = text(call, &[&["agent_id"]]).map(str::to_owned);
     Ok(Event::Call(Mapped { record: r.0, agent, stage }))
 }
 
 /// `transcript_with_tool_calls` (or `transcript_object`) in B's roles.
-fn timeline(call: &Value) -> Result<Value, Rejection> {
+fn timeline(call: &Value, texts: &TextBudget) -> Result<Value, Rejection> {
     let rows = match array(call, &["transcript_with_tool_calls"]) {
         [] => array(call, &["transcript_object"]),
         rows => rows,
@@ -127,8 +127,8 @@ fn timeline(call: &Value) -> Result<Value, Rejection> {
             "tool_call_invocation" => {
                 let id = text(row, &[&["tool_call_id"]]).unwrap_or_default();
                 let mut tool = Record::default();
-                tool.maybe("name", text(row, &[&["name"]])).set("request_id", id);
-                tool.set("params", row.get("arguments").map(tool_value).unwrap_or(Value::Null));
+                tool.maybe("name", text(row, &[&["name"]]).map(fields::tool_name)).set("request_id", id);
+                tool.set("params", row.get("arguments").map(|v| tool_value(v, texts)).unwrap_or(Value::Null));
                 tool.maybe("type", text(row, &[&["type"]]));
                 calls.entry(id.to_owned()).or_insert(segments.len());
                 segments.push(json!({ "role": "agent_function", "tool": tool.0 }));
@@ -136,7 +136,7 @@ fn timeline(call: &Value) -> Result<Value, Rejection> {
             "tool_call_result" => {
                 let id = text(row, &[&["tool_call_id"]]).unwrap_or_default();
                 let called = calls.get(id).copied();
-                let result = row.get("content").map(tool_value).unwrap_or(Value::Null);
+                let result = row.get("content").map(|v| tool_value(v, texts)).unwrap_or(Value::Null);
                 let failed = row.get("successful").and_then(Value::as_bool).map(|ok| !ok);
                 let name = called.and_then(|i| segments[i]["tool"]["name"].as_str().map(str::to_owned));
                 if let Some(i) = called {

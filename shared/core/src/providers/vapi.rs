@@ -12,7 +12,9 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::fields::{self, array, at, clip, epoch_ms, ms, ms_of_seconds, number, object, text, tool_value, Record};
+use super::fields::{
+    self, array, at, clip, epoch_ms, ms, ms_of_seconds, number, object, text, tool_value, Record, TextBudget,
+};
 use super::{unmappable, Event, Mapped};
 use crate::call::Rejection;
 
@@ -44,7 +46,7 @@ const BUILT_INS: [&str; 12] = [
 /// An agent reply starting this long before the caller's turn ends was interrupted.
 const INTERRUPTED_MS: i64 = 200;
 
-pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
+pub(super) fn read(payload: &Map<String, Value>, texts: &TextBudget) -> Result<Event, Rejection> {
     let Some(report) = payload.get("message").filter(|m| m.is_object()) else {
         return Err(unmappable("/message", "is required: Vapi's server messages are {\"message\": {...}}"));
     };
@@ -105,7 +107,7 @@ pub(super) fn read(payload: &Map<String, Value>) -> Result<Event, Rejection> {
     r.maybe("collected_dynamic_variables", variables(report));
     r.set("metadata", metadata(report, raw_type));
     r.set("general_meta_data_raw", json!({ "vapi": raw_meta(report) }));
-    r.set("transcript_with_tool_calls", timeline(report, start)?);
+    r.set("transcript_with_tool_calls", timeline(report, start, texts)?);
 
     let agent =
         text(report, &[&["call", "assistantId"], &["assistant", "id"], &["call", "squadId"]]).map(str::to_owned);
@@ -232,7 +234,7 @@ fn raw_meta(report: &Value) -> Value {
 
 /// The timeline: speech, tool events joined by id, latencies, interruptions and node
 /// transitions, in Vapi's order.
-fn timeline(report: &Value, start: i64) -> Result<Value, Rejection> {
+fn timeline(report: &Value, start: i64, texts: &TextBudget) -> Result<Value, Rejection> {
     const AT: &str = "/message/artifact/messages";
     let rows = match array(report, &["artifact", "messages"]) {
         [] => array(report, &["messages"]),
@@ -271,9 +273,12 @@ fn timeline(report: &Value, start: i64) -> Result<Value, Rejection> {
             for call in array(row, &["toolCalls"]) {
                 let id = text(call, &[&["id"]]).unwrap_or_default();
                 let mut tool = Record::default();
-                tool.maybe("name", text(call, &[&["function", "name"], &["name"]]));
+                tool.maybe("name", text(call, &[&["function", "name"], &["name"]]).map(fields::tool_name));
                 tool.set("request_id", id);
-                tool.set("params", at(call, &["function", "arguments"]).map(tool_value).unwrap_or(Value::Null));
+                tool.set(
+                    "params",
+                    at(call, &["function", "arguments"]).map(|v| tool_value(v, texts)).unwrap_or(Value::Null),
+                );
                 tool.set("start_ms", t).set("end_ms", t);
                 if segments.len() >= fields::MAX_ITEMS {
                     return Err(fields::too_many(AT));
@@ -287,9 +292,9 @@ fn timeline(report: &Value, start: i64) -> Result<Value, Rejection> {
             let called = calls.get(id).copied();
             let called_at = called.and_then(|i| segments[i]["tool"]["start_ms"].as_i64()).unwrap_or(t);
             let name = text(row, &[&["name"]])
-                .map(str::to_owned)
+                .map(fields::tool_name)
                 .or_else(|| called.and_then(|i| segments[i]["tool"]["name"].as_str().map(str::to_owned)));
-            let result = at(row, &["result"]).map(tool_value).unwrap_or(Value::Null);
+            let result = at(row, &["result"]).map(|v| tool_value(v, texts)).unwrap_or(Value::Null);
             let error = text(row, &[&["error"]]).map(str::to_owned);
             if let Some(i) = called {
                 // Joined by id: the call's event gets its result and how long it took.

@@ -202,6 +202,50 @@ fn serde_jsons_private_keys_in_a_payload_are_data() {
     assert!(matches!(read, Ok(Event::Ignored(ref e)) if e == "status-update"), "{read:?}");
 }
 
+/// The mapped record of a Retell `call_ended` whose timeline is `rows`.
+fn retell_mapped(rows: Vec<Value>) -> serde_json::Map<String, Value> {
+    let mut event: Value = serde_json::from_slice(&fixture("retell_call_ended")).unwrap();
+    event["call"]["transcript_with_tool_calls"] = Value::Array(rows);
+    match providers::read(Provider::Retell, &serde_json::to_vec(&event).unwrap()) {
+        Ok(Event::Call(mapped)) => mapped.record,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A result row names its call's tool: a long name is clipped where it is read, not copied
+/// whole into every result that cites it (1,000 results × 16 MiB would be 16 GB).
+#[test]
+fn a_long_tool_name_is_clipped_before_results_copy_it() {
+    let name = "n".repeat(10_000);
+    let mut rows = vec![serde_json::json!({"role": "tool_call_invocation", "tool_call_id": "a", "name": name})];
+    rows.extend((0..3).map(|_| serde_json::json!({"role": "tool_call_result", "tool_call_id": "a", "content": "ok"})));
+    let record = retell_mapped(rows);
+    let names: Vec<usize> = record["transcript_with_tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["tool"]["name"].as_str().map(|n| n.chars().count()))
+        .collect();
+    assert_eq!(names, [providers::MAX_TOOL_NAME; 4], "the call and its three results");
+}
+
+/// Tools' JSON text is parsed within what the payload's own count left of the values
+/// limit, one budget for all of them: text past it is kept as text.
+#[test]
+fn tools_json_text_shares_one_budget_of_values() {
+    // Each text counts about 700,000 values: two fit in 1,500,000, the third does not.
+    let text = format!("{{\"a\":[{}]}}", vec!["0"; 700_000].join(","));
+    let rows: Vec<Value> = (0..3)
+        .map(|i| serde_json::json!({"role": "tool_call_invocation", "tool_call_id": format!("t{i}"), "name": "f", "arguments": text}))
+        .collect();
+    let record = retell_mapped(rows);
+    let params: Vec<&Value> =
+        record["transcript_with_tool_calls"].as_array().unwrap().iter().map(|s| &s["tool"]["params"]).collect();
+    assert_eq!(params.len(), 3);
+    assert!(params[0]["a"].is_array() && params[1]["a"].is_array(), "the first two are parsed");
+    assert_eq!(params[2], &serde_json::json!({"value": text}), "the third is kept as sent");
+}
+
 #[test]
 fn payloads_that_are_not_the_providers_shape_are_refused_clearly() {
     for (provider, body) in [

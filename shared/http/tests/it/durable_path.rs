@@ -263,32 +263,48 @@ async fn a_pending_copy_stays_below_a_later_send_a_slower_direct_one_landed_over
     f.t.delete().await;
 }
 
-/// A pending copy replays only the content current when it was received. X is stored,
-/// then E (received before X, committed after it) lands over X, then Y. A copy of X's
-/// bytes received between X and Y found E current, not X: it is kept as a revision
-/// (below Y), not dropped as a replay of X.
+/// A pending copy replays only the content current when it was received: the content that
+/// became current last at or before its receipt. Each case: direct sends (receipt times in
+/// ms after `t0`), one pending copy, then the sweep; the copies of the pending bytes the
+/// call holds afterwards. A replay's note says until when content was current, not since
+/// when (review of 8a386d5), and a slower send landed over later content counts as current
+/// from that content's receipt.
 #[tokio::test]
-async fn a_pending_copy_of_content_a_slower_send_replaced_is_not_taken_for_a_replay() {
+async fn a_pending_copy_is_a_replay_only_of_the_content_current_at_its_receipt() {
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
     let agent = owner_agent(&f).await;
     let owner = Owner { workspace_id: 1, agent_id: &agent };
     let store = f.backend.store();
-    let (doc_x, raw_x) = testkit::small_call("replaced", "x");
-    let (doc_e, raw_e) = testkit::small_call("replaced", "received before x, committed after");
-    let (doc_y, raw_y) = testkit::small_call("replaced", "received last");
     let t0 = now_ms() - 5_000;
     let within = Duration::from_secs(4);
-    let receipt = |at: u64| Receipt::new(at).unwrap();
-    store.put_call_within(owner, &doc_x, &raw_x, &receipt(t0 + 10), within).await.unwrap();
-    let e = store.put_call_within(owner, &doc_e, &raw_e, &receipt(t0), within).await.unwrap();
-    assert_eq!(e.revision, 2, "E lands over X: {e:?}");
-    store.put_pending(owner, Operation::CreateCall, "replaced", &raw_x, &receipt(t0 + 20)).await.unwrap();
-    store.put_call_within(owner, &doc_y, &raw_y, &receipt(t0 + 30), within).await.unwrap();
-    assert_eq!(sweep(&f).await.committed, 1);
-    let call = store.get_call(1, "replaced", true).await.unwrap().unwrap();
-    assert_eq!(call.current.raw, raw_y, "Y stays current");
-    let copies_of_x = call.revisions.iter().filter(|r| r.raw == raw_x).count();
-    assert_eq!(copies_of_x, 2, "X, then its copy received while E was current");
+    // (case, direct sends as (content, receipt), the pending copy's content and receipt,
+    // copies of its content expected afterwards)
+    type Case<'a> = (&'a str, &'a [(&'a str, u64)], (&'a str, u64), usize);
+    let cases: [Case; 4] = [
+        // E (received before X) landed over X, then Y: at 20 E was current, not X.
+        ("slower", &[("x", 10), ("e", 0), ("y", 30)], ("x", 20), 2),
+        // B was current at 30; B's replay at 50 does not hide it.
+        ("replayed-b", &[("a", 10), ("b", 20), ("b", 50)], ("a", 30), 2),
+        // A was current at 30 (replayed at 50, then Y): the copy adds nothing.
+        ("replayed-a", &[("a", 10), ("a", 50), ("y", 60)], ("a", 30), 1),
+        // E landed over X, then E was replayed: at 20 E was current, from 10.
+        ("slower-replayed", &[("x", 10), ("e", 0), ("e", 50)], ("x", 20), 2),
+    ];
+    for (call_id, sends, (pending, at), expected) in cases {
+        let raw = |content: &str| testkit::small_call(call_id, content);
+        for (content, received) in sends {
+            let (doc, bytes) = raw(content);
+            store.put_call_within(owner, &doc, &bytes, &Receipt::new(t0 + received).unwrap(), within).await.unwrap();
+        }
+        let (_, copy) = raw(pending);
+        store.put_pending(owner, Operation::CreateCall, call_id, &copy, &Receipt::new(t0 + at).unwrap()).await.unwrap();
+        assert_eq!(sweep(&f).await.committed, 1, "{call_id}");
+        let call = store.get_call(1, call_id, true).await.unwrap().unwrap();
+        let last_sent = raw(sends.last().unwrap().0).1;
+        assert_eq!(call.current.raw, last_sent, "{call_id}: the last send stays current");
+        let copies = call.revisions.iter().filter(|r| r.raw == copy).count();
+        assert_eq!(copies, expected, "{call_id}: copies of {pending:?}");
+    }
     f.t.delete().await;
 }
 

@@ -21,8 +21,8 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{
-    call_pk, get_s, get_u64, n, names_erased, s, Item, COMMITTED, ERASED_AT, ERASED_IDS, ERASING, FRAME_KEY, HEAD,
-    SEEN_AT,
+    call_pk, get_s, get_u64, n, names_erased, s, Item, COMMITTED, CURRENT_FROM, ERASED_AT, ERASED_IDS, ERASING,
+    FRAME_KEY, HEAD, SEEN_AT,
 };
 use super::query::SortKeys;
 use super::{backoff, tables, Store, StoreError};
@@ -93,6 +93,7 @@ impl Store {
                         "submission",
                         "updated_at",
                         SEEN_AT,
+                        CURRENT_FROM,
                         FRAME_KEY,
                         ERASING,
                         ERASED_IDS,

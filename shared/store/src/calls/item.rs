@@ -45,10 +45,16 @@ pub fn is_erasing(head: &Item) -> bool {
 pub const ERASED_AT: &str = "erased_at";
 
 /// On a head: when its content was last received again (a replay, which writes no
-/// revision), if after its own submission; or the receipt of a later send it replaced (a
-/// direct send received first and committed last keeps it). Submissions are ordered by when
-/// they were received, and this is the last of them.
+/// revision), if after its own submission: the content was still current then.
+/// Submissions are ordered by when they were received, and this is the last of them.
 pub const SEEN_AT: &str = "seen_at";
+
+/// On a head or revision written by a direct send received before the content it replaced
+/// (it committed last): that content's last receipt. Its content counts as current from
+/// then, not from its own receipt, so a pending copy received in between is kept below it
+/// and judged against the content it replaced. Never changed once written; unlike
+/// [`SEEN_AT`], which says until when content was current, not since when.
+pub const CURRENT_FROM: &str = "current_from";
 
 /// When the last erase under `item`'s key happened; 0 when none did.
 pub fn erased_at(item: &Item) -> u64 {

@@ -292,7 +292,8 @@ impl Store {
                 // Noted already (by another commit of it, or before an instance was killed).
                 return Ok(!self.holds_identity(sub, None).await?);
             }
-            match self.identity_or_replay(sub, Some(&head), true).await? {
+            // A later stage of the provider's events is never a replay: it wins.
+            match self.identity_or_replay(sub, Some(&head), !sub.outranks(&head)).await? {
                 Found::Identity => return Ok(false),
                 Found::Replay => {}
                 Found::Neither if sub.same_content(&head) || sub.kept_late(&head) => {}
@@ -356,7 +357,7 @@ impl Store {
                 // A pending copy the call holds already, or that replays what was current
                 // when it was received, writes no frame.
                 requests += 1;
-                if self.identity_or_replay(sub, Some(other), true).await? != Found::Neither {
+                if self.identity_or_replay(sub, Some(other), !sub.outranks(other)).await? != Found::Neither {
                     return unchanged(other, requests).map(Some);
                 }
             }
@@ -552,20 +553,21 @@ impl Store {
             return Ok(Found::Identity);
         }
         let fields: &[&str] = match replays {
-            true => &["sk", "submission", "digest", "updated_at", item::SEEN_AT, "revision"],
+            true => &["sk", "submission", "digest", "updated_at", item::CURRENT_FROM, "revision"],
             false => &["sk", "submission"],
         };
         let items = self.query(&sub.pk, query::SortKeys::All, Some(fields)).await?;
         if items.iter().any(|item| sub.wrote(item)) {
             return Ok(Found::Identity);
         }
-        // The content current at its receipt: the item last received at or before it (its
-        // own receipt, or one it carried: a replay, or the later receipt of the content it
-        // replaced); of two at one time, the later revision, which replaced the other.
+        // The content current at its receipt: the item that became current last at or
+        // before it (from its own receipt, or from the receipt of the content it replaced);
+        // of two at one time, the later revision, which replaced the other. Replays' notes
+        // (`seen_at`) say until when content was current, not since when: not read here.
         let current_then = items
             .iter()
             .filter_map(|item| {
-                let at = order_time(item).filter(|at| *at <= sub.received_ms)?;
+                let at = current_from(item).filter(|at| *at <= sub.received_ms)?;
                 Some(((at, get_u64(item, "revision")), item))
             })
             .max_by_key(|(at, _)| *at);
@@ -651,8 +653,15 @@ fn dropped() -> StoreError {
 /// When an item's content was last received: its submission's receipt, or a later one it
 /// carries (a replay's, noted on the head, or the receipt of the content it replaced).
 fn order_time(head: &Item) -> Option<u64> {
-    let seen = get_u64(head, item::SEEN_AT);
-    get_u64(head, "updated_at").map(|at| seen.map_or(at, |seen| seen.max(at)))
+    let seen = get_u64(head, item::SEEN_AT).unwrap_or(0);
+    current_from(head).map(|at| at.max(seen))
+}
+
+/// Since when an item's content counts as current: its submission's receipt, or the later
+/// receipt of the content it replaced (`item::CURRENT_FROM`).
+fn current_from(item: &Item) -> Option<u64> {
+    let from = get_u64(item, item::CURRENT_FROM).unwrap_or(0);
+    get_u64(item, "updated_at").map(|at| at.max(from))
 }
 
 fn unchanged(head: &Item, requests: u32) -> Result<Stored, StoreError> {

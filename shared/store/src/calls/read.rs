@@ -103,9 +103,10 @@ pub struct RevisionInfo {
 }
 
 impl StoredRevision {
-    /// The document as a JSON value, to look into.
+    /// The document as a JSON value, to look into (read as `Free`: a client's key named as
+    /// serde_json's private one is data).
     pub fn document_value(&self) -> serde_json::Value {
-        serde_json::from_str(self.document.get()).unwrap_or_default()
+        serde_json::from_str(self.document.get()).map(|call_ingest_core::api::free::Free(v)| v).unwrap_or_default()
     }
 }
 

@@ -7,7 +7,9 @@
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
-use super::item::{get_s, item_size, n, put_new, revision_sk, s, Item, COMMITTED, ERASED_AT, ERASED_IDS, SEEN_AT};
+use super::item::{
+    get_s, item_size, n, put_new, revision_sk, s, Item, COMMITTED, CURRENT_FROM, ERASED_AT, ERASED_IDS, SEEN_AT,
+};
 use super::submission::{add_committed, id_and_revision, tokens, Submission};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
@@ -28,12 +30,12 @@ impl Store {
         }
         add_committed(&mut head, tokens(old));
         // Receipt times do not rise with revisions: a direct write received before the
-        // head's content (it committed later) replaces it. The new head keeps the latest
-        // receipt it replaced, as if its content were seen then, so a pending copy received
-        // in between is still kept below it, never over the later send (the history
-        // checker, seed 1 of `make test`).
+        // head's content (it committed later) replaces it. The new head counts as current
+        // from the latest receipt it replaced, so a pending copy received in between is
+        // still kept below it, never over the later send (the history checker, seed 1 of
+        // `make test`), and judged against what was current then.
         if let Some(at) = super::order_time(old).filter(|at| *at > sub.received_ms) {
-            head.insert(SEEN_AT.into(), n(at));
+            head.insert(CURRENT_FROM.into(), n(at));
         }
         if sub.outranks(old) {
             // A later stage of the provider's events replaces an earlier one: a replay of
@@ -206,10 +208,9 @@ impl Store {
 /// and only they guard erased ids and carry the committed tokens.
 fn as_revision(mut item: Item, revision: u64) -> Item {
     item.insert("sk".into(), s(revision_sk(revision)));
-    // `seen_at` stays: the content was current until then (a replay, or a later receipt it
-    // carried over), which `Store::identity_or_replay` needs to tell what was current when
-    // a pending copy was received.
-    for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING]) {
+    // `current_from` stays: `Store::identity_or_replay` needs it to tell what was current
+    // when a pending copy was received.
+    for key in super::item::HEAD_ONLY.iter().chain([&ERASED_IDS, &ERASED_AT, &super::item::ERASING, &SEEN_AT]) {
         item.remove(*key);
     }
     item
