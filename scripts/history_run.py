@@ -359,9 +359,16 @@ def aws(stack, service):
                                       connect_timeout=5, read_timeout=30))
 
 
-def pending_keys(stack, limit=1000):
-    out = aws(stack, "s3").list_objects_v2(Bucket=stack.env["FRAMES_BUCKET"], Prefix="pending/", MaxKeys=limit)
-    return [o["Key"] for o in out.get("Contents", [])]
+def pending_keys(stack, limit=1000, prefixes=("pending/",)):
+    """Keys still to commit under `prefixes`: pending submissions, and with `held/` webhook
+    reports held (every hook of the run has an agent, so a held report is one whose agent
+    could not be read during a fault, released by a sweep once it can)."""
+    s3 = aws(stack, "s3")
+    keys = []
+    for prefix in prefixes:
+        out = s3.list_objects_v2(Bucket=stack.env["FRAMES_BUCKET"], Prefix=prefix, MaxKeys=limit)
+        keys += [o["Key"] for o in out.get("Contents", [])]
+    return keys
 
 
 def call_items(stack, call):
@@ -426,9 +433,13 @@ def erasing_heads(stack, calls):
     return out
 
 
+# What settling waits to see empty.
+SETTLED = ("pending/", "held/")
+
+
 def settle(stack, clients, calls, ops, horizon, rng, out):
-    """With faults off: finishes erases cut short, then waits until pending/ is empty and
-    every request may have landed. Answers the seconds pending/ took to empty (None when it
+    """With faults off: finishes erases cut short, then waits until pending/ and held/ are
+    empty and every request may have landed. Answers the seconds pending/ took to empty (None when it
     did not within COMMIT_WITHIN) and the pending keys left."""
     stack.faults.clear()
     clients.deadline = None
@@ -443,7 +454,7 @@ def settle(stack, clients, calls, ops, horizon, rng, out):
                 print(f"history: finishing the erase of {call} (id {target})", file=out)
                 clients.erase(call, rng, client="settle", target=target, note="finish a cut-short erase")
             finished_at = time.time()
-        left = pending_keys(stack)
+        left = pending_keys(stack, prefixes=SETTLED)
         if not left and emptied is None:
             emptied = time.time() - off
         if emptied is not None and time.time() >= landed_by:
@@ -451,7 +462,7 @@ def settle(stack, clients, calls, ops, horizon, rng, out):
         if left:
             emptied = None
         time.sleep(1)
-    left = pending_keys(stack)
+    left = pending_keys(stack, prefixes=SETTLED)
     return (None if left else emptied), left
 
 
