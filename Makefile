@@ -38,6 +38,7 @@ help:
 	@echo "make build    release arm64 Lambda binaries (target/lambda/*/bootstrap)"
 	@echo "make bench    criterion benchmarks: parse + validate + normalise, validation by element count, decompression, anonymous cost"
 	@echo "make bench-reading  get and list latency against the local DynamoDB, read units by call size"
+	@echo "make bench-peer     the pipeline beside a Pydantic v2 peer on the same three calls (bench/pydantic_peer)"
 	@echo "make bench-startup  time to the first runtime API poll, release x86_64, each function vs hello-world lambda_http (30 runs)"
 	@echo "make deploy   sam build + sam deploy (guided the first time)"
 
@@ -123,6 +124,22 @@ RELEASE_DIR = $${CARGO_TARGET_DIR:-target}/release
 bench-startup: venv
 	cargo build --release -p hello-lambda $(addprefix -p ,$(FUNCTIONS))
 	$(PY) scripts/startup_time.py --runs 30 --baseline $(RELEASE_DIR)/hello-lambda $(addprefix $(RELEASE_DIR)/,$(FUNCTIONS))
+
+# The pipeline beside a Pydantic v2 peer of operation B (bench/pydantic_peer), on the same
+# three callgen bodies: the peer in a virtual environment of its own (pinned, hashed), then
+# the pipeline's criterion bench, whose summary prints both.
+PEER_DIR := target/bench-peer
+bench-peer:
+	mkdir -p $(PEER_DIR)
+	cargo build --release -q -p callgen
+	$(RELEASE_DIR)/callgen --minutes 10 --seed 1 > $(PEER_DIR)/call_10min.json
+	$(RELEASE_DIR)/callgen --minutes 60 --seed 1 > $(PEER_DIR)/call_60min.json
+	$(RELEASE_DIR)/callgen --bytes 5800000 --seed 3 > $(PEER_DIR)/call_5_8mb.json
+	test -x $(PEER_DIR)/venv/bin/python || python3 -m venv $(PEER_DIR)/venv
+	$(PEER_DIR)/venv/bin/pip install --quiet --require-hashes -r bench/pydantic_peer/requirements.txt
+	$(PEER_DIR)/venv/bin/python bench/pydantic_peer/peer.py $(PEER_DIR)/call_10min.json \
+	  $(PEER_DIR)/call_60min.json $(PEER_DIR)/call_5_8mb.json | tee $(PEER_DIR)/peer.out
+	PEER_RESULTS=$(CURDIR)/$(PEER_DIR)/peer.out cargo bench -p call-ingest-core --bench pipeline -- call_
 
 fuzz-build:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz

@@ -132,6 +132,22 @@ fn estimate_ns(dir: &Path, group: &str, function: &str, since: SystemTime) -> Op
     ["slope", "mean"].iter().find_map(|kind| estimates.get(kind)?.get("point_estimate")?.as_f64())
 }
 
+/// The Pydantic peer's milliseconds per call by input (`bench/pydantic_peer/peer.py`'s last
+/// line, a file named by `PEER_RESULTS`; `make bench-peer` writes it), keyed by its label,
+/// which is the input's group name.
+fn peer_ms() -> Vec<(String, f64)> {
+    let Some(path) = std::env::var_os("PEER_RESULTS") else { return Vec::new() };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let Some(last) = text.lines().rev().find(|l| l.starts_with('{')) else { return Vec::new() };
+    let results: serde_json::Value = serde_json::from_str(last).unwrap_or_default();
+    let files = results["files"].as_array().cloned().unwrap_or_default();
+    files.iter().filter_map(|f| Some((f["label"].as_str()?.to_owned(), f["ms"].as_f64()?))).collect()
+}
+
+/// Targets (issue 30): ingest at most half of a bare `Value` parse, and ten times a peer.
+const MAX_RATIO: f64 = 0.50;
+const MIN_PEER_TIMES: f64 = 10.0;
+
 fn summary(dir: &Path, inputs: &[Input], since: SystemTime) {
     let mut rows = Vec::new();
     for input in inputs {
@@ -144,17 +160,24 @@ fn summary(dir: &Path, inputs: &[Input], since: SystemTime) {
     if rows.is_empty() {
         return;
     }
+    let peers = peer_ms();
     let mb_per_s = |bytes: usize, ns: f64| bytes as f64 / ns * 1e9 / 1e6;
     println!();
-    println!("parse + validate + normalise vs serde_json::Value (MB = 10^6 bytes; target: ratio <= 1.00)");
     println!(
-        "{:<16} {:>12} {:>12} {:>12} {:>12} {:>12}  {:>6}",
-        "input", "bytes", "value MB/s", "ingest MB/s", "value ms", "ingest ms", "ratio"
+        "parse + validate + normalise vs serde_json::Value (MB = 10^6 bytes; targets: ratio <= {MAX_RATIO:.2}, \
+         >= {MIN_PEER_TIMES:.0}x the Pydantic peer)"
+    );
+    println!(
+        "{:<16} {:>9} {:>11} {:>11} {:>9} {:>9}  {:>6} {:>11} {:>8}",
+        "input", "bytes", "value MB/s", "ingest MB/s", "value ms", "ingest ms", "ratio", "peer ms", "x peer"
     );
     for (input, value, ingest) in rows {
         let ratio = ingest / value;
+        let peer = peers.iter().find(|(label, _)| label == input.group).map(|(_, ms)| *ms);
+        let times = peer.map(|ms| ms * 1e6 / ingest);
+        let shortfall = ratio > MAX_RATIO || times.is_some_and(|t| t < MIN_PEER_TIMES);
         println!(
-            "{:<16} {:>12} {:>12.1} {:>12.1} {:>12.3} {:>12.3}  {:>6.2}{}",
+            "{:<16} {:>9} {:>11.1} {:>11.1} {:>9.3} {:>9.3}  {:>6.2} {:>11} {:>8}{}",
             input.label,
             input.body.len(),
             mb_per_s(input.body.len(), value),
@@ -162,7 +185,9 @@ fn summary(dir: &Path, inputs: &[Input], since: SystemTime) {
             value / 1e6,
             ingest / 1e6,
             ratio,
-            if ratio > 1.0 { "  (over target)" } else { "" }
+            peer.map_or_else(|| "-".to_owned(), |ms| format!("{ms:.3}")),
+            times.map_or_else(|| "-".to_owned(), |t| format!("{t:.1}")),
+            if shortfall { "  (short of target)" } else { "" }
         );
     }
 }

@@ -59,21 +59,26 @@ struct State<'de> {
 }
 
 impl<'de> State<'de> {
+    #[inline]
     fn check<E: de::Error>(&self, counted: Result<(), Over>) -> Result<(), E> {
         counted.map_err(|v| {
             *self.stop.borrow_mut() = Some(Stop::Over(*v));
             E::custom("past a count limit")
         })
     }
+    #[inline]
     fn value<E: de::Error>(&self, kind: Kind) -> Result<(), E> {
         self.check(self.tally.borrow_mut().value(kind))
     }
+    #[inline]
     fn element<E: de::Error>(&self) -> Result<(), E> {
         self.check(self.tally.borrow_mut().element())
     }
+    #[inline]
     fn member<E: de::Error>(&self, key: Cow<'de, str>) -> Result<(), E> {
         self.check(self.tally.borrow_mut().member(key))
     }
+    #[inline]
     fn close(&self) {
         self.tally.borrow_mut().close();
     }

@@ -103,6 +103,17 @@ struct Frame<'k> {
     seen: u8,
 }
 
+/// Which limit a violation is of (its message is written only then, out of the hot path).
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    Segments,
+    WordsPerSegment,
+    Words,
+    Keys,
+    Depth,
+    Values,
+}
+
 /// A limit's violation, boxed: the counts run for every value, and their `Ok` stays one
 /// register wide.
 pub(crate) type Over = Box<Violation>;
@@ -128,6 +139,7 @@ impl<'k> Tally<'k> {
     }
 
     /// A value of `kind` starts; a container is opened (closed by [`Tally::close`]).
+    #[inline]
     pub(crate) fn value(&mut self, kind: Kind) -> Result<(), Over> {
         let counted = match self.field.take() {
             Some(i) => {
@@ -151,7 +163,7 @@ impl<'k> Tally<'k> {
                 self.count_values(CONTAINER_WEIGHT)?;
             }
             if self.stack.len() + 1 > MAX_DEPTH {
-                return Err(self.over(format!("nested more than {MAX_DEPTH} levels deep")));
+                return Err(self.over(Limit::Depth));
             }
             let role = self.role_of_new(array);
             self.stack.push(Frame { array, role, count: 0, key: Cow::Borrowed(""), seen: 0 });
@@ -184,21 +196,18 @@ impl<'k> Tally<'k> {
     }
 
     /// The next element of the array on top starts.
+    #[inline]
     pub(crate) fn element(&mut self) -> Result<(), Over> {
         let Some(top) = self.stack.last_mut() else { return Ok(()) };
         top.count += 1;
         let (role, count) = (top.role, top.count);
         match role {
-            Role::Segments if count > MAX_SEGMENTS => {
-                Err(self.over(format!("more than {MAX_SEGMENTS} segments in one call")))
-            }
-            Role::Words if count > MAX_WORDS_PER_SEGMENT => {
-                Err(self.over(format!("more than {MAX_WORDS_PER_SEGMENT} words in one segment")))
-            }
+            Role::Segments if count > MAX_SEGMENTS => Err(self.over(Limit::Segments)),
+            Role::Words if count > MAX_WORDS_PER_SEGMENT => Err(self.over(Limit::WordsPerSegment)),
             Role::Words => {
                 self.words += 1;
                 if self.words > MAX_WORDS {
-                    return Err(self.over(format!("more than {MAX_WORDS} words in one call")));
+                    return Err(self.over(Limit::Words));
                 }
                 self.uncounted = true;
                 Ok(())
@@ -208,12 +217,13 @@ impl<'k> Tally<'k> {
     }
 
     /// The next member of the object on top starts, with `key` (decoded).
+    #[inline]
     pub(crate) fn member(&mut self, key: Cow<'k, str>) -> Result<(), Over> {
         let Some(top) = self.stack.last_mut() else { return Ok(()) };
         top.count += 1;
         top.key = key;
         if top.count > MAX_KEYS {
-            return Err(self.over(format!("more than {MAX_KEYS} members in one object")));
+            return Err(self.over(Limit::Keys));
         }
         let field = match top.role {
             Role::Word => WORD_FIELDS.iter().position(|(name, _)| top.key_is(name)),
@@ -230,14 +240,11 @@ impl<'k> Tally<'k> {
         self.count_values(MEMBER_WEIGHT)
     }
 
+    #[inline]
     fn count_values(&mut self, n: usize) -> Result<(), Over> {
         self.values += n;
         if self.values > MAX_VALUES {
-            return Err(self.over(format!(
-                "more than {MAX_VALUES} values in one body, words aside (an array or object counts {}, a member of an object {} more)",
-                CONTAINER_WEIGHT + 1,
-                MEMBER_WEIGHT
-            )));
+            return Err(self.over(Limit::Values));
         }
         Ok(())
     }
@@ -245,7 +252,19 @@ impl<'k> Tally<'k> {
     /// The violation of a limit at the element or member being read.
     #[cold]
     #[inline(never)]
-    fn over(&self, message: String) -> Over {
+    fn over(&self, limit: Limit) -> Over {
+        let message = match limit {
+            Limit::Segments => format!("more than {MAX_SEGMENTS} segments in one call"),
+            Limit::WordsPerSegment => format!("more than {MAX_WORDS_PER_SEGMENT} words in one segment"),
+            Limit::Words => format!("more than {MAX_WORDS} words in one call"),
+            Limit::Keys => format!("more than {MAX_KEYS} members in one object"),
+            Limit::Depth => format!("nested more than {MAX_DEPTH} levels deep"),
+            Limit::Values => format!(
+                "more than {MAX_VALUES} values in one body, words aside (an array or object counts {}, a member of an object {} more)",
+                CONTAINER_WEIGHT + 1,
+                MEMBER_WEIGHT
+            ),
+        };
         let mut pointer = String::new();
         for frame in &self.stack {
             pointer.push('/');
