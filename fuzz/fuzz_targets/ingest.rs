@@ -87,7 +87,7 @@ fn check(operation: Operation, data: &[u8], is_object: bool) {
 fn same_as_scan_then_parse(data: &[u8]) {
     macro_rules! scan_then_parse {
         ($t:ty, $layout:expr) => {
-            counts::check(data, $layout).map_err(Rejection::OverLimit).and_then(|()| {
+            counts::check(data, $layout).map_err(Rejection::OverLimit).and_then(|_values| {
                 serde_json::from_slice::<$t>(data).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
             })
         };
