@@ -221,6 +221,17 @@ impl<'de, 's, V: Visitor<'de>> Visitor<'de> for Visit<'s, 'de, V> {
     }
 }
 
+/// Visits of a key that is not a string: left to the byte scan (`Counted::Unsure`).
+macro_rules! uncounted_keys {
+    ($($method:ident($ty:ty))*) => {
+        $(
+            fn $method<E: de::Error>(self, _: $ty) -> Result<V::Value, E> {
+                Err(self.state.uncounted(concat!("a key read by ", stringify!($method))))
+            }
+        )*
+    };
+}
+
 /// A key's visitor: tells the key to the tally, then hands it on. Keys are strings.
 struct KeyVisit<'s, 'de, V> {
     inner: V,
@@ -245,20 +256,8 @@ impl<'de, 's, V: Visitor<'de>> Visitor<'de> for KeyVisit<'s, 'de, V> {
         self.inner.visit_string(v)
     }
     // A key read as anything else (a number, bytes) would go uncounted: not here.
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<V::Value, E> {
-        Err(self.state.uncounted("a key read as a boolean"))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<V::Value, E> {
-        Err(self.state.uncounted("a key read as a number"))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<V::Value, E> {
-        Err(self.state.uncounted("a key read as a number"))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<V::Value, E> {
-        Err(self.state.uncounted("a key read as a number"))
-    }
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<V::Value, E> {
-        Err(self.state.uncounted("a key read as bytes"))
+    uncounted_keys! {
+        visit_bool(bool) visit_i64(i64) visit_u64(u64) visit_f64(f64) visit_bytes(&[u8])
     }
 }
 
@@ -343,5 +342,7 @@ mod tests {
         assert!(matches!(parse::<Free>(b"{} x", Layout::CREATE_CALL), Counted::Unsure));
         let raw = parse::<Box<serde_json::value::RawValue>>(br#"{"a":[[[]]]}"#, Layout::CREATE_CALL);
         assert!(matches!(raw, Counted::Unsure), "{raw:?}");
+        let numbered = parse::<std::collections::HashMap<u32, u8>>(br#"{"1":2}"#, Layout::CREATE_CALL);
+        assert!(matches!(numbered, Counted::Unsure), "a key read as a number: {numbered:?}");
     }
 }
