@@ -7,7 +7,8 @@
 //! number, so racing submissions all end up stored, in some order. (A replay received after
 //! the head's own submission notes when, `seen_at`: one small update, so that a pending
 //! submission received before it and committed after it goes below the head. A revision
-//! whose send was received before the head it replaces keeps that head's time there too.)
+//! whose send was received before the head it replaces counts as current from that head's
+//! time, in `current_from`, which no replay note overwrites.)
 //!
 //! Every head carries the token of the submission that wrote it, and its internal id: when
 //! DynamoDB applied a write whose reply was lost and the SDK retried it, the retry finds
