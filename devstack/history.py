@@ -191,7 +191,7 @@ def _call_rules(history, entries, readable, t):
     # a. lost: an acknowledged submission no erase may have removed is stored, at a place
     # that agrees with the order requests were made in.
     for s in subs:
-        if not t.acked(s) or any(not t.precedes(e, s) for e in erases) or _provider_retry(s, subs, t):
+        if not t.acked(s) or any(not t.precedes(e, s) for e in erases) or _provider_retry(s, subs, t, erases):
             continue
         before = _certainly_before(s, subs, t)
         if not _kept_in_order(s.marker, before, entries):
@@ -222,13 +222,16 @@ def _call_rules(history, entries, readable, t):
     return found
 
 
-def _provider_retry(s, subs, t):
+def _provider_retry(s, subs, t, erases=()):
     """Whether `s` is a provider's event sent again and answered `unchanged`: the report its
     earlier request sent is stored already, and a provider's retry never moves it (the store
     honours its late mark: `calls::submission`). Where it is kept is judged by that earlier
-    request; this one only says so."""
+    request; this one only says so. An earlier request that an acknowledged erase certainly
+    came between belongs to the erased call, and excuses nothing."""
     return bool(_stage(s)) and isinstance(s.body, dict) and s.body.get("status") == "unchanged" and any(
-        o.marker == s.marker and o.start < s.start and t.applies(o) for o in subs)
+        o.marker == s.marker and o.start < s.start and t.applies(o)
+        and not any(t.acked(e) and t.precedes(o, e) and t.precedes(e, s) for e in erases)
+        for o in subs)
 
 
 def _certainly_before(s, subs, t):
@@ -280,7 +283,7 @@ def _head_problem(head, subs, erases, acked_erases, t):
         return f"the head holds {head['marker']}, which no request that may have applied sent"
 
     def overrides(later, h):
-        if not t.acked(later) or later.marker == h.marker or _provider_retry(later, subs, t):
+        if not t.acked(later) or later.marker == h.marker or _provider_retry(later, subs, t, erases):
             return False
         if _stage(later) and _stage(h):
             if _stage(later) > _stage(h):

@@ -64,6 +64,21 @@ def test_a_providers_retry_answered_unchanged_keeps_its_reports_place_and_a_rese
     assert rules([first, newer, resent], final) == ["current", "lost"]
 
 
+def test_a_report_sent_again_after_an_erase_is_no_retry_of_the_erased_calls_copy():
+    # call_ended e1 stored, the call erased, e1 sent again: answered unchanged (the tombstone
+    # still taken for its copy) it is stored nowhere, and lost. Retell's retry of a report the
+    # new call keeps is still excused.
+    first = op("webhook_ended", "e1", 0, 1, 200, {"status": "created"}, call="c1")
+    again = op("webhook_ended", "e1", 4, 5, 200, {"status": "unchanged"}, call="c1")
+    assert rules([first, erased(2, 3), again], state()) == ["lost", "unreadable"]
+    stored = op("webhook_ended", "e1", 4, 5, 200, {"status": "created"}, call="c1")
+    retry = op("webhook_ended", "e1", 6, 7, 200, {"status": "unchanged"}, call="c1")
+    assert rules([first, erased(2, 3), stored, retry], state(rev(1, "e1", "t2"))) == []
+    # An erase that may have run after the earlier request's answer but overlaps the retry
+    # excuses it: the checker cannot tell.
+    assert rules([first, erased(2, 4.5), again], state()) == []
+
+
 def test_a_pending_submission_committed_below_a_newer_one_is_no_loss():
     # 202, then a 201 of newer content, then the 202 committed below the head (insert_late:
     # the old head, the late one, a copy of the old head under its token).

@@ -951,3 +951,32 @@ async fn an_erase_forgets_the_provider_stages_its_call_kept() {
     assert_eq!(again.outcome, Outcome::Revised, "call_ended is stored again, below the analysis");
     f.t.delete().await;
 }
+
+/// The other order: `call_ended` then `call_analyzed` kept, the call erased, then both sent
+/// again in the order Retell sends them. The first is a new call (201), the second revises it:
+/// nothing the erased call kept (its committed tokens, its stages) may answer `unchanged` for
+/// a report the new call never stored.
+#[tokio::test]
+async fn stages_sent_again_in_order_after_an_erase_are_both_stored() {
+    use call_ingest_core::providers::{ingest_any, Provider};
+    use call_ingest_store::calls::Outcome;
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let operation = Operation::ProviderWebhook(Provider::Retell);
+    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
+    let analyzed_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
+    let (ended, analyzed) = (ingest_any(operation, ended_raw).unwrap(), ingest_any(operation, analyzed_raw).unwrap());
+    let call_id = ended.call_id().to_owned();
+    let first = store.put_call(owner, &ended, ended_raw).await.unwrap();
+    assert_eq!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().outcome, Outcome::Revised);
+    store.erase_call(1, &call_id, first.id).await.unwrap();
+    let again = store.put_call(owner, &ended, ended_raw).await.unwrap();
+    assert!(again.is_new(), "call_ended starts the call again: {:?}", again.outcome);
+    let analysis = store.put_call(owner, &analyzed, analyzed_raw).await.unwrap();
+    assert_eq!(analysis.outcome, Outcome::Revised, "call_analyzed revises it");
+    let head = store.raw_head(1, &call_id).await.unwrap().expect("a head");
+    assert!(!call_ingest_store::calls::item::is_tombstone(&head), "{head:?}");
+    f.t.delete().await;
+}
