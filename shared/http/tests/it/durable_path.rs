@@ -925,6 +925,38 @@ async fn an_erase_keeps_the_noted_copies_and_a_noted_copy_never_names_its_erased
     f.t.delete().await;
 }
 
+/// Retell's `call_ended` and `call_analyzed` of one call stored (the analysis current), the
+/// call erased, then both sent again, in `order`: the outcome of each, in that order.
+async fn stages_after_an_erase(order: [&str; 2]) -> Vec<call_ingest_store::calls::Outcome> {
+    use call_ingest_core::providers::{ingest_any, Provider};
+    use call_ingest_store::calls::Outcome;
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let operation = Operation::ProviderWebhook(Provider::Retell);
+    let raw = |stage: &str| -> &'static [u8] {
+        match stage {
+            "call_ended" => include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json"),
+            _ => include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json"),
+        }
+    };
+    let record = |stage: &str| ingest_any(operation, raw(stage)).unwrap();
+    let call_id = record("call_ended").call_id().to_owned();
+    let first = store.put_call(owner, &record("call_ended"), raw("call_ended")).await.unwrap();
+    let analysis = store.put_call(owner, &record("call_analyzed"), raw("call_analyzed")).await.unwrap();
+    assert_eq!(analysis.outcome, Outcome::Revised);
+    store.erase_call(1, &call_id, first.id).await.unwrap();
+    let mut outcomes = Vec::new();
+    for stage in order {
+        outcomes.push(store.put_call(owner, &record(stage), raw(stage)).await.unwrap().outcome);
+    }
+    let head = store.raw_head(1, &call_id).await.unwrap().expect("a head");
+    assert!(!call_ingest_store::calls::item::is_tombstone(&head), "{head:?}");
+    f.t.delete().await;
+    outcomes
+}
+
 /// A provider's earlier stage kept below a later one (Retell's `call_ended` under
 /// `call_analyzed`: a late mark among the head's committed tokens) belongs to the erased
 /// call. Sent again after the erase, `call_analyzed` then `call_ended` are both stored. (The
@@ -932,51 +964,18 @@ async fn an_erase_keeps_the_noted_copies_and_a_noted_copy_never_names_its_erased
 /// for a replay of a stage kept, and stored nothing: a review of the noted copies.)
 #[tokio::test]
 async fn an_erase_forgets_the_provider_stages_its_call_kept() {
-    use call_ingest_core::providers::{ingest_any, Provider};
     use call_ingest_store::calls::Outcome;
-    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let store = f.backend.store();
-    let operation = Operation::ProviderWebhook(Provider::Retell);
-    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
-    let analyzed_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
-    let (ended, analyzed) = (ingest_any(operation, ended_raw).unwrap(), ingest_any(operation, analyzed_raw).unwrap());
-    let call_id = ended.call_id().to_owned();
-    let first = store.put_call(owner, &ended, ended_raw).await.unwrap();
-    assert_eq!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().outcome, Outcome::Revised);
-    store.erase_call(1, &call_id, first.id).await.unwrap();
-    assert!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().is_new());
-    let again = store.put_call(owner, &ended, ended_raw).await.unwrap();
-    assert_eq!(again.outcome, Outcome::Revised, "call_ended is stored again, below the analysis");
-    f.t.delete().await;
+    let outcomes = stages_after_an_erase(["call_analyzed", "call_ended"]).await;
+    // call_ended is stored again, below the analysis.
+    assert_eq!(outcomes, [Outcome::Created, Outcome::Revised]);
 }
 
-/// The other order: `call_ended` then `call_analyzed` kept, the call erased, then both sent
-/// again in the order Retell sends them. The first is a new call (201), the second revises it:
-/// nothing the erased call kept (its committed tokens, its stages) may answer `unchanged` for
-/// a report the new call never stored.
+/// The other order: both sent again as Retell sends them. The first is a new call (201),
+/// the second revises it: nothing the erased call kept (its committed tokens, its stages)
+/// may answer `unchanged` for a report the new call never stored.
 #[tokio::test]
 async fn stages_sent_again_in_order_after_an_erase_are_both_stored() {
-    use call_ingest_core::providers::{ingest_any, Provider};
     use call_ingest_store::calls::Outcome;
-    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let store = f.backend.store();
-    let operation = Operation::ProviderWebhook(Provider::Retell);
-    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
-    let analyzed_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
-    let (ended, analyzed) = (ingest_any(operation, ended_raw).unwrap(), ingest_any(operation, analyzed_raw).unwrap());
-    let call_id = ended.call_id().to_owned();
-    let first = store.put_call(owner, &ended, ended_raw).await.unwrap();
-    assert_eq!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().outcome, Outcome::Revised);
-    store.erase_call(1, &call_id, first.id).await.unwrap();
-    let again = store.put_call(owner, &ended, ended_raw).await.unwrap();
-    assert!(again.is_new(), "call_ended starts the call again: {:?}", again.outcome);
-    let analysis = store.put_call(owner, &analyzed, analyzed_raw).await.unwrap();
-    assert_eq!(analysis.outcome, Outcome::Revised, "call_analyzed revises it");
-    let head = store.raw_head(1, &call_id).await.unwrap().expect("a head");
-    assert!(!call_ingest_store::calls::item::is_tombstone(&head), "{head:?}");
-    f.t.delete().await;
+    let outcomes = stages_after_an_erase(["call_ended", "call_analyzed"]).await;
+    assert_eq!(outcomes, [Outcome::Created, Outcome::Revised]);
 }
