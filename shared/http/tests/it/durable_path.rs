@@ -728,6 +728,91 @@ async fn a_send_creating_the_call_anew_after_the_burial_keeps_its_frame() {
     f.t.delete().await;
 }
 
+/// The same send, but its pending copy is committed (and dropped: received before the
+/// erase) before its direct write, stuck until then, lands over the tombstone. The drop must
+/// leave that write nothing to land on: it blanks the frame the write names. (A fresh
+/// reader's find: the new call read 404 for good.) The drop is noted on the tombstone, and
+/// a write over a tombstone that noted its own submission fails: the send is the erase's.
+#[tokio::test]
+async fn a_direct_write_landing_after_its_copy_was_dropped_creates_nothing() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let late = dropped_copy_then_its_direct_write(&f, "dropped", None, false).await;
+    assert!(late.is_err(), "the erase took the send: {late:?}");
+    let head = f.backend.store().raw_head(1, "dropped").await.unwrap().expect("a tombstone");
+    assert!(call_ingest_store::calls::item::is_tombstone(&head), "nothing created over the erase: {head:?}");
+    assert_eq!(pending(&f).await, Vec::<String>::new());
+    f.t.delete().await;
+}
+
+/// The same, with another client's call created after the erase (201) before the copy is
+/// dropped: the drop is noted on that call's head, and the send's write cannot revise it
+/// into naming the blank frame (the new call, acknowledged, would read 404): neither one
+/// sent before the note and applied after it (`late`), nor one that reads the note.
+#[tokio::test]
+async fn a_direct_write_landing_after_its_copy_was_dropped_leaves_a_newer_call_readable() {
+    for (call_id, late_write) in [("dropped-b", true), ("dropped-c", false)] {
+        let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+        let newer = large_body(call_id, 14);
+        let late = dropped_copy_then_its_direct_write(&f, call_id, Some(&newer), late_write).await;
+        assert!(late.as_ref().map_or(true, |s| !s.is_new()), "{late:?}");
+        assert!(reads_as(&f, call_id, &newer).await, "{call_id}: the newer call reads whole: {late:?}");
+        assert_eq!(pending(&f).await, Vec::<String>::new());
+        f.t.delete().await;
+    }
+}
+
+/// A call stored, then a large send received, whose pending copy is written while an erase
+/// runs; then `newer` (if any) stored as a new call, the copy committed (dropped), and
+/// last the send's direct write: its answer. With `late_write`, that write is sent before
+/// the copy is committed, and each of its transactions is applied 3 s after its attempt
+/// (the copy dropped meanwhile).
+async fn dropped_copy_then_its_direct_write(
+    f: &TwoWorkspaces,
+    call_id: &str,
+    newer: Option<&Value>,
+    late_write: bool,
+) -> Result<call_ingest_store::calls::Stored, call_ingest_store::calls::StoreError> {
+    let first = post(f, &large_body(call_id, 12)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let raw = serde_json::to_vec(&large_body(call_id, 13)).unwrap();
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
+    let receipt = Receipt::new(now_ms()).unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let listing =
+        f.t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 1.5, "times": 1}));
+    let erase = store.erase_call(1, call_id, id);
+    let copy = async {
+        while f.t.fired(listing) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt).await.unwrap();
+    };
+    let (erased, ()) = tokio::join!(erase, copy);
+    assert!(erased.is_ok(), "{erased:?}");
+    if let Some(newer) = newer {
+        let created = post(f, newer).await;
+        assert_eq!(created.status, 201, "{}", created.body);
+    }
+    if late_write {
+        let late = f.t.fault(json!({"op": "TransactWriteItems", "fault": "late", "seconds": 3.0,
+                                    "contains": call_id, "times": 3}));
+        let answer = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(2)).await;
+        assert!(f.t.fired(late) > 0, "the write reached DynamoDB: {answer:?}");
+        let swept = sweep(f).await;
+        assert_eq!(pending(f).await, Vec::<String>::new(), "{swept:?}");
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        return answer;
+    }
+    // The queue commits the copy first: received before the erase, it is dropped.
+    let swept = sweep(f).await;
+    assert_eq!(pending(f).await, Vec::<String>::new(), "{swept:?}");
+    store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await
+}
+
 /// A large send of `body` received at `received` (epoch ms), whose direct write wrote its
 /// frame (any bytes: it is never read) and then gave up (202): its pending copy is kept.
 /// Answers its receipt and its frame's key.

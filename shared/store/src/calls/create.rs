@@ -20,9 +20,12 @@ pub(super) enum Creation {
 
 /// Where a call is created: on a key that holds nothing, or over the very erase's tombstone
 /// that was read (its token), whose erased ids the new head carries forward: over a newer
-/// one it would drop the ids erased since.
+/// one it would drop the ids erased since. Nor over a tombstone that noted this submission
+/// (its pending copy dropped by the erase, its frame blanked: `Store::after_erase`), which
+/// a late copy of this write, sent before the note, must find.
 const ON_NOTHING: &str = "attribute_not_exists(pk)";
-const OVER_TOMBSTONE: &str = "attribute_not_exists(id) AND #submission = :tombstone AND NOT contains(#erased, :id)";
+pub(super) const OVER_TOMBSTONE: &str =
+    "attribute_not_exists(id) AND #submission = :tombstone AND NOT contains(#erased, :id) AND NOT contains(#committed, :own)";
 
 impl Store {
     /// Tries to create the call with internal id `id`, over `tombstone` when the key holds
@@ -48,7 +51,9 @@ impl Store {
                 .condition_expression(OVER_TOMBSTONE)
                 .expression_attribute_names("#erased", ERASED_IDS)
                 .expression_attribute_names("#submission", "submission")
+                .expression_attribute_names("#committed", COMMITTED)
                 .expression_attribute_values(":id", n(id))
+                .expression_attribute_values(":own", s(&sub.token))
                 .expression_attribute_values(":tombstone", s(get_s(tombstone, "submission").unwrap_or_default()));
         }
         let put = put.set_item(Some(head)).build()?;

@@ -422,6 +422,13 @@ impl Store {
                             self.ids.give_back(new_id).await;
                             return Ok(None);
                         }
+                        if sub.was_committed_before(&found) {
+                            // A direct write whose pending copy an erase dropped (noted on
+                            // the tombstone): it cannot create the call, and the copy's
+                            // verdict stands.
+                            self.ids.give_back(new_id).await;
+                            return Err(StoreError::Unavailable("its copy was dropped by an erase".into()));
+                        }
                         tombstone = Some(found);
                         continue;
                     }
@@ -441,6 +448,13 @@ impl Store {
                 // The submission waits, pending, for the erase to be finished.
                 attempt.met_erase = true;
                 return Err(StoreError::Unavailable("the call is being erased".into()));
+            }
+            if path == Path::Direct && sub.was_committed_before(&head) && !sub.wrote(&head) {
+                // Its pending copy was committed, or dropped by an erase (`after_erase`),
+                // already: only a write that outlived its answer (202) meets this, and the
+                // copy's verdict stands. (A request sent before the note fails on its
+                // condition: the committed tokens it read changed.)
+                return Err(StoreError::Unavailable("its pending copy was settled already".into()));
             }
             if sub.same_content(&head) {
                 if sub.wrote(&head) {
@@ -603,8 +617,19 @@ impl Store {
     /// write, applied after its answer said 202, may have created or revised the call after
     /// the erase: then it is stored, and its frame is the call's (dropping it would blank
     /// the frame and leave the call unreadable).
+    ///
+    /// A drop is noted on `item` first (its token among the committed ones), on condition
+    /// that `item` is unchanged: the frame is blanked next, and the direct write, whose
+    /// request may still be applied late (its answer was 202), would otherwise create or
+    /// revise a call naming the blank frame (a fresh reader's find). A create over the
+    /// tombstone and a revise both fail once the token is noted (`create::OVER_TOMBSTONE`,
+    /// `Store::replacing`). When the note fails (the item changed since it was read) the
+    /// copy stays pending and is judged again.
     async fn after_erase(&self, sub: &Submission, item: &Item, requests: u32) -> Result<Option<Stored>, StoreError> {
         if is_tombstone(item) || !self.holds_identity(sub, Some(item)).await? {
+            if !sub.was_committed_before(item) && !self.note_dropped(&sub.pk, item, &sub.token).await? {
+                return Err(StoreError::Unavailable("the call changed while its copy was dropped".into()));
+            }
             return Ok(None);
         }
         unchanged(item, requests + 1).map(Some)

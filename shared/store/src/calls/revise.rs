@@ -140,6 +140,28 @@ impl Store {
         super::error::updated(update.send().await)
     }
 
+    /// Notes on `item` (a head or an erase's tombstone, as read) that the pending copy
+    /// `token` was dropped by an erase (`Store::after_erase`); `false` when `item` changed.
+    pub(super) async fn note_dropped(&self, pk: &str, item: &Item, token: &str) -> Result<bool, StoreError> {
+        if !super::item::is_tombstone(item) {
+            return self.note_committed(pk, item, token).await;
+        }
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(super::item::HEAD))
+            .update_expression("ADD #committed :token")
+            .expression_attribute_names("#committed", COMMITTED)
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#submission", "submission")
+            .expression_attribute_values(":token", aws_sdk_dynamodb::types::AttributeValue::Ss(vec![token.to_owned()]))
+            .expression_attribute_values(":tombstone", s(get_s(item, "submission").unwrap_or_default()))
+            .condition_expression("attribute_not_exists(#id) AND #submission = :tombstone");
+        super::error::updated(update.send().await)
+    }
+
     /// Runs the transaction that writes `revision` of call `id`; `Ok(None)` when the head
     /// changed first (or another transaction held it).
     async fn write_revision(
