@@ -27,7 +27,9 @@ use super::problem::Violation;
 pub enum Counted<T> {
     /// Read whole, within every limit; with the values it counted (words aside).
     Parsed(T, usize),
-    /// Past a limit: the first element or member past it.
+    /// Past a limit, at the first element or member past it: the parse stopped there. The
+    /// violation's pointer has that place's indexes but not its keys (the tally kept none):
+    /// the byte scan of the same body names it whole.
     Over(Violation),
     /// The parse failed otherwise, or met what it does not count: decide with the byte
     /// scan and the plain parse.
@@ -36,7 +38,7 @@ pub enum Counted<T> {
 
 /// Reads `body` as `T`, counting as it goes.
 pub fn parse<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout) -> Counted<T> {
-    let state = State { tally: RefCell::new(Tally::new(layout)), stop: RefCell::new(None) };
+    let state = State { tally: RefCell::new(Tally::stopping(layout)), stop: RefCell::new(None) };
     let mut de = serde_json::Deserializer::from_slice(body);
     let parsed = T::deserialize(Wrap { inner: &mut de, state: &state }).and_then(|t| de.end().map(|()| t));
     match (parsed, state.stop.into_inner()) {

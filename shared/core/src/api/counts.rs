@@ -96,9 +96,13 @@ struct Frame<'k> {
     role: Role,
     /// Elements or members so far.
     count: usize,
-    /// The current member's key: borrowed from the body when it has no escapes, so that
-    /// counting a member copies nothing.
+    /// The current member's key, kept only by a tally that names places (the byte scan):
+    /// borrowed from the body when it has no escapes, so that counting a member copies
+    /// nothing.
     key: Cow<'k, str>,
+    /// The current member's key names the segments (at the root) or the words (in a
+    /// segment): a list opened now has that role.
+    names_list: bool,
     /// A word's own fields seen so far (bit i: `WORD_FIELDS[i]`).
     seen: u8,
 }
@@ -131,11 +135,22 @@ pub(crate) struct Tally<'k> {
     /// The next value is this word field's first: counted by the words limits if it holds
     /// what it should.
     field: Option<usize>,
+    /// Whether members' keys are kept, so that a violation's pointer names them. The typed
+    /// parse keeps none (storing each key was an eighth of its time): past a limit it
+    /// stops, and the byte scan, which keeps them, names the place.
+    keep_keys: bool,
 }
 
 impl<'k> Tally<'k> {
-    pub(crate) fn new(layout: Layout) -> Tally<'k> {
-        Tally { layout, stack: Vec::new(), values: 0, words: 0, uncounted: false, field: None }
+    /// A tally whose violations point at the element or member past the limit.
+    pub(crate) fn naming(layout: Layout) -> Tally<'k> {
+        Tally { layout, stack: Vec::new(), values: 0, words: 0, uncounted: false, field: None, keep_keys: true }
+    }
+
+    /// A tally that only stops: its violations' pointers have the right indexes but empty
+    /// keys (the byte scan of the same body names them).
+    pub(crate) fn stopping(layout: Layout) -> Tally<'k> {
+        Tally { keep_keys: false, ..Tally::naming(layout) }
     }
 
     /// A value of `kind` starts; a container is opened (closed by [`Tally::close`]).
@@ -166,7 +181,7 @@ impl<'k> Tally<'k> {
                 return Err(self.over(Limit::Depth));
             }
             let role = self.role_of_new(array);
-            self.stack.push(Frame { array, role, count: 0, key: Cow::Borrowed(""), seen: 0 });
+            self.stack.push(Frame { array, role, count: 0, key: Cow::Borrowed(""), names_list: false, seen: 0 });
         }
         Ok(())
     }
@@ -185,11 +200,9 @@ impl<'k> Tally<'k> {
     fn role_of_new(&self, array: bool) -> Role {
         let Some(parent) = self.stack.last() else { return Role::Root };
         match (parent.role, array) {
-            (Role::Root, true) if !self.layout.segments.is_empty() && parent.key_is(self.layout.segments) => {
-                Role::Segments
-            }
+            (Role::Root, true) if parent.names_list => Role::Segments,
             (Role::Segments, false) => Role::Segment,
-            (Role::Segment, true) if self.layout.words && parent.key_is("words") => Role::Words,
+            (Role::Segment, true) if parent.names_list => Role::Words,
             (Role::Words, false) => Role::Word,
             _ => Role::Other,
         }
@@ -221,14 +234,24 @@ impl<'k> Tally<'k> {
     pub(crate) fn member(&mut self, key: Cow<'k, str>) -> Result<(), Over> {
         let Some(top) = self.stack.last_mut() else { return Ok(()) };
         top.count += 1;
-        top.key = key;
+        let field = match top.role {
+            Role::Word => word_field(&key),
+            Role::Root => {
+                top.names_list = !self.layout.segments.is_empty() && *key == *self.layout.segments;
+                None
+            }
+            Role::Segment => {
+                top.names_list = self.layout.words && key == "words";
+                None
+            }
+            _ => None,
+        };
+        if self.keep_keys {
+            top.key = key;
+        }
         if top.count > MAX_KEYS {
             return Err(self.over(Limit::Keys));
         }
-        let field = match top.role {
-            Role::Word => WORD_FIELDS.iter().position(|(name, _)| top.key_is(name)),
-            _ => None,
-        };
         if let Some(i) = field {
             let first = top.seen & (1 << i) == 0;
             top.seen |= 1 << i;
@@ -289,9 +312,16 @@ impl<'k> Tally<'k> {
     }
 }
 
-impl Frame<'_> {
-    fn key_is(&self, name: &str) -> bool {
-        self.key == name
+/// Which of [`WORD_FIELDS`] `key` is: a match the compiler turns into a switch on length,
+/// not a loop of string compares (a test keeps it in step with the list).
+#[inline]
+fn word_field(key: &str) -> Option<usize> {
+    match key {
+        "word" => Some(0),
+        "start_ms" => Some(1),
+        "end_ms" => Some(2),
+        "confidence" => Some(3),
+        _ => None,
     }
 }
 
@@ -301,7 +331,7 @@ impl Frame<'_> {
 /// reads, `api::counted`; this pass decides when that parse fails, and for a provider's
 /// tool arguments.)
 pub fn check(body: &[u8], layout: Layout) -> Result<usize, Violation> {
-    let mut scan = Scan { body, at: 0, tally: Tally::new(layout) };
+    let mut scan = Scan { body, at: 0, tally: Tally::naming(layout) };
     match scan.values_until_end() {
         Ok(()) | Err(Stop::Malformed) => Ok(scan.tally.values),
         Err(Stop::Over(v)) => Err(v),
@@ -465,6 +495,15 @@ mod tests {
 
     fn segments(n: usize, each: &str) -> String {
         format!("{{\"transcript_with_tool_calls\":[{}]}}", vec![each; n].join(","))
+    }
+
+    #[test]
+    fn word_field_is_the_index_in_word_fields() {
+        for (i, (name, _)) in WORD_FIELDS.iter().enumerate() {
+            assert_eq!(word_field(name), Some(i), "{name}");
+        }
+        assert_eq!(word_field("words"), None);
+        assert_eq!(word_field(""), None);
     }
 
     #[test]

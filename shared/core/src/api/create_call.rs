@@ -86,8 +86,9 @@ record! {
 record! {
     /// A word with its timing.
     pub struct Word {
+        // Inline up to 24 bytes: no allocation for nearly every word.
         #[garde(skip)]
-        "word" word: String,
+        "word" word: compact_str::CompactString,
         // Checked in `validate::checks`, within the words' budget of violations.
         #[garde(skip)]
         "start_ms" start_ms: Number,

@@ -307,6 +307,13 @@ impl Accept for String {
     }
 }
 
+impl Accept for compact_str::CompactString {
+    const EXPECTED: &'static str = "a string";
+    fn from_str(v: &str) -> Option<Self> {
+        Some(compact_str::CompactString::new(v))
+    }
+}
+
 impl Accept for bool {
     const EXPECTED: &'static str = "a boolean";
     fn from_bool(v: bool) -> Option<Self> {
@@ -386,7 +393,7 @@ macro_rules! no_wrong_types {
         }
     )*};
 }
-no_wrong_types!(String, bool, i64, Number, Object, Value);
+no_wrong_types!(String, compact_str::CompactString, bool, i64, Number, Object, Value);
 
 impl<T: WrongTypes> WrongTypes for Option<T> {
     #[inline]

@@ -51,7 +51,9 @@ pub(crate) fn parse_counting<T: serde::de::DeserializeOwned>(
 ) -> Result<(T, usize), Rejection> {
     match counted::parse(body, layout) {
         Counted::Parsed(t, values) => Ok((t, values)),
-        Counted::Over(v) => Err(Rejection::OverLimit(v)),
+        // The parse stopped at the first element past a limit; the scan, which keeps the
+        // keys, names it (it stops at the same one: the counts are the same, event for event).
+        Counted::Over(v) => Err(Rejection::OverLimit(counts::check(body, layout).err().unwrap_or(v))),
         Counted::Unsure => {
             let values = counts::check(body, layout).map_err(Rejection::OverLimit)?;
             let t = serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))?;
