@@ -116,24 +116,15 @@ impl Store {
     pub(super) async fn note_committed(&self, pk: &str, old: &Item, token: &str) -> Result<bool, StoreError> {
         let (id, revision) = id_and_revision(old)?;
         let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(super::item::HEAD))
-            .update_expression("ADD #committed :token")
-            .expression_attribute_names("#committed", COMMITTED)
-            .expression_attribute_names("#id", "id")
+            .adding_committed(pk, token)
             .expression_attribute_names("#revision", "revision")
             .expression_attribute_names("#erasing", super::item::ERASING)
-            .expression_attribute_values(":token", aws_sdk_dynamodb::types::AttributeValue::Ss(vec![token.to_owned()]))
             .expression_attribute_values(":id", n(id))
             .expression_attribute_values(":revision", n(revision));
         let condition = "#id = :id AND #revision = :revision AND attribute_not_exists(#erasing)";
         let update = match get_s(old, "submission") {
             Some(written_by) => update
                 .condition_expression(format!("{condition} AND #submission = :written_by"))
-                .expression_attribute_names("#submission", "submission")
                 .expression_attribute_values(":written_by", s(written_by)),
             None => update.condition_expression(format!("{condition} AND attribute_not_exists(#submission)")),
         };
@@ -147,7 +138,20 @@ impl Store {
             return self.note_committed(pk, item, token).await;
         }
         let update = self
-            .client
+            .adding_committed(pk, token)
+            .expression_attribute_values(":tombstone", s(get_s(item, "submission").unwrap_or_default()))
+            .condition_expression("attribute_not_exists(#id) AND #submission = :tombstone");
+        super::error::updated(update.send().await)
+    }
+
+    /// An update of the head's key that adds `token` to its committed tokens, with the
+    /// names `#id` and `#submission` its condition uses.
+    fn adding_committed(
+        &self,
+        pk: &str,
+        token: &str,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk))
@@ -157,9 +161,6 @@ impl Store {
             .expression_attribute_names("#id", "id")
             .expression_attribute_names("#submission", "submission")
             .expression_attribute_values(":token", aws_sdk_dynamodb::types::AttributeValue::Ss(vec![token.to_owned()]))
-            .expression_attribute_values(":tombstone", s(get_s(item, "submission").unwrap_or_default()))
-            .condition_expression("attribute_not_exists(#id) AND #submission = :tombstone");
-        super::error::updated(update.send().await)
     }
 
     /// Runs the transaction that writes `revision` of call `id`; `Ok(None)` when the head
