@@ -67,6 +67,18 @@ class Answer:
         return f"Answer({self.status}, {self.raw[:200]!r})"
 
 
+def wait_for(what, seconds):
+    """`what()` once it answers something true, polling every 0.25 s for at most `seconds`;
+    then its last answer."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        found = what()
+        if found:
+            return found
+        time.sleep(0.25)
+    return what()
+
+
 def request(method, url, body=None, headers=None, timeout=30):
     """One HTTP request; a connection failure raises OSError."""
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})

@@ -8,7 +8,7 @@ import time
 import uuid
 
 from devstack import programs
-from devstack.stack import ROOT, request
+from devstack.stack import ROOT, request, wait_for
 
 
 # `make chaos`, for a short run of its own.
@@ -46,21 +46,22 @@ def unique(prefix):
 
 def test_several_instances_serve_requests_at_the_same_time(stack):
     # Each create's reply is held for a second: one instance would take 8 s for 8 calls.
-    # A first round reaches every instance (each held a second, none free for another), so
-    # that the measured one finds them started: an instance's first call also builds its
-    # clients and takes an id block, and on debug builds beside `make test`'s other half
-    # that can pass the 4 s budget (202, the call kept: not what this test is about).
-    first = stack.faults.add({"op": "PutItem", "fault": "delay", "seconds": 1.0, "times": 8, "table": stack.calls_table})
-    warm = at_once(8, lambda i: stack.post_create_call(body_for(stack, unique("warm"))))
-    assert {a.status for a in warm} <= {201, 202}, warm
-    stack.faults.remove(first)
+    # Each is answered 201, or 202 where its write passed the 4 s budget (an instance's first
+    # call also builds its clients and takes an id block, and `make test` runs the Rust
+    # tests beside these on debug builds): then it is committed within seconds. Either way
+    # no call waits for another instance's.
     stack.faults.add({"op": "PutItem", "fault": "delay", "seconds": 1.0, "times": 8, "table": stack.calls_table})
-    bodies = [body_for(stack, unique("parallel")) for _ in range(8)]
+    ids = [unique("parallel") for _ in range(8)]
+    bodies = [body_for(stack, call_id) for call_id in ids]
     started = time.time()
     answers = at_once(8, lambda i: stack.post_create_call(bodies[i]))
     elapsed = time.time() - started
-    assert [a.status for a in answers] == [201] * 8, answers
+    assert {a.status for a in answers} <= {201, 202}, answers
+    assert sum(a.status == 201 for a in answers) >= 4, answers
     assert elapsed < 5, f"8 requests took {elapsed:.1f} s: not served concurrently"
+    for call_id, answer in zip(ids, answers):
+        if answer.status == 202:
+            assert wait_for(lambda: stack.get_call(call_id), 30), f"{call_id} (202) was never committed"
 
 
 def test_concurrent_first_submissions_of_a_large_call_give_one_id_and_one_new(stack):

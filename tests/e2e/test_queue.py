@@ -10,7 +10,7 @@ import time
 import boto3
 import pytest
 
-from devstack.stack import Stack
+from devstack.stack import Stack, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +49,6 @@ def pending(stack):
     return [o["Key"] for o in out.get("Contents", [])]
 
 
-def wait_for(what, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        found = what()
-        if found:
-            return found
-        time.sleep(0.25)
-    return what()
 
 
 def test_an_accepted_call_is_committed_through_the_queue_within_seconds(queued):
