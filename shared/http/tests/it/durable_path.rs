@@ -1042,39 +1042,6 @@ async fn stages_after_an_erase(order: [&str; 2]) -> Vec<call_ingest_store::calls
     outcomes
 }
 
-/// API sends and Retell's webhooks on one call id: `call_analyzed` stored, a Create Call Y
-/// answered 202 (its copy pending), then `call_ended`, received after Y, kept below the
-/// analysis. Y, committed last, must not land over content received after it: the head's
-/// content stayed current when `call_ended` was received, and Y is kept below it too. (A
-/// fresh reader's find: Y became current, where all-direct sends leave a later report on
-/// top.)
-#[tokio::test]
-async fn a_copy_received_before_a_stage_kept_below_the_head_is_kept_below_too() {
-    use call_ingest_core::providers::{ingest_any, Provider};
-    use call_ingest_store::calls::Outcome;
-    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
-    let agent = owner_agent(&f).await;
-    let owner = Owner { workspace_id: 1, agent_id: &agent };
-    let store = f.backend.store();
-    let operation = Operation::ProviderWebhook(Provider::Retell);
-    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
-    let analyzed_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
-    let (ended, analyzed) = (ingest_any(operation, ended_raw).unwrap(), ingest_any(operation, analyzed_raw).unwrap());
-    let call_id = ended.call_id().to_owned();
-    assert!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().is_new());
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let y = serde_json::to_vec(&large_body(&call_id, 15)).unwrap();
-    let receipt = Receipt::new(now_ms()).unwrap();
-    store.put_pending(owner, Operation::CreateCall, &call_id, &y, &receipt).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    assert_eq!(store.put_call(owner, &ended, ended_raw).await.unwrap().outcome, Outcome::Revised);
-    let swept = sweep(&f).await;
-    assert_eq!(swept.committed, 1, "{swept:?}");
-    let call = store.get_call(1, &call_id, false).await.unwrap().expect("the call");
-    assert!(call.current.raw == analyzed_raw, "the analysis stays current, not Y (revision {})", call.current.revision);
-    f.t.delete().await;
-}
-
 /// A provider's earlier stage kept below a later one (Retell's `call_ended` under
 /// `call_analyzed`: a late mark among the head's committed tokens) belongs to the erased
 /// call. Sent again after the erase, `call_analyzed` then `call_ended` are both stored. (The

@@ -67,13 +67,6 @@ impl Store {
         if sub.has_stage() {
             add_committed(&mut head, [sub.late_mark()]);
         }
-        // Received after the head's content (a provider's earlier stage, outranked): that
-        // content was still current then, as after a replay, so a pending copy received
-        // before it and committed later is kept below it too, not put over a report
-        // received after the copy (a fresh reader's find).
-        if super::order_time(old).is_some_and(|at| at < sub.received_ms) {
-            head.insert(SEEN_AT.into(), n(sub.received_ms));
-        }
         let bytes = item_size(&late) + item_size(&kept) + item_size(&head);
         let put = self.replacing(head, old, id, revision)?;
         let items = vec![
