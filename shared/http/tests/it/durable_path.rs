@@ -1042,6 +1042,38 @@ async fn stages_after_an_erase(order: [&str; 2]) -> Vec<call_ingest_store::calls
     outcomes
 }
 
+/// Two `call_analyzed` reports A1 and A2 (received in that order) answered 202, then a
+/// `call_ended` E received after both stored first. A1, committed over E by its stage, must
+/// not take E's later receipt as its own: A2, the later analysis, is then kept below it.
+/// (The history checker, seed 95: a later report of the head's own stage kept below it.)
+#[tokio::test]
+async fn a_stage_landing_over_a_later_report_leaves_later_reports_of_its_stage_on_top() {
+    use call_ingest_core::providers::{ingest_any, Provider};
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let operation = Operation::ProviderWebhook(Provider::Retell);
+    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
+    let a1 = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json").to_vec();
+    let mut second: Value = serde_json::from_slice(&a1).unwrap();
+    second["call"]["call_analysis"]["call_summary"] = json!("A second analysis.");
+    let a2 = serde_json::to_vec(&second).unwrap();
+    let ended = ingest_any(operation, ended_raw).unwrap();
+    let call_id = ended.call_id().to_owned();
+    for raw in [&a1, &a2] {
+        let receipt = Receipt::new(now_ms()).unwrap();
+        store.put_pending(owner, operation, &call_id, raw, &receipt).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(store.put_call(owner, &ended, ended_raw).await.unwrap().is_new());
+    let swept = sweep(&f).await;
+    assert_eq!(swept.committed, 2, "{swept:?}");
+    let call = store.get_call(1, &call_id, false).await.unwrap().expect("the call");
+    assert!(call.current.raw == a2, "the later analysis is current (revision {})", call.current.revision);
+    f.t.delete().await;
+}
+
 /// A provider's earlier stage kept below a later one (Retell's `call_ended` under
 /// `call_analyzed`: a late mark among the head's committed tokens) belongs to the erased
 /// call. Sent again after the erase, `call_analyzed` then `call_ended` are both stored. (The

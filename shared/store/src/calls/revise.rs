@@ -34,7 +34,11 @@ impl Store {
         // from the latest receipt it replaced, so a pending copy received in between is
         // still kept below it, never over the later send (the history checker, seed 1 of
         // `make test`), and judged against what was current then.
-        if let Some(at) = super::order_time(old).filter(|at| *at > sub.received_ms) {
+        // Not when it replaces the head by its stage (a provider's later event over an
+        // earlier one received after it): it is current for its stage, not from that
+        // receipt, and a report of its own stage received after it still goes over it (the
+        // history checker, seed 95).
+        if let Some(at) = super::order_time(old).filter(|at| *at > sub.received_ms && !sub.outranks(old)) {
             head.insert(CURRENT_FROM.into(), n(at));
         }
         if sub.outranks(old) {
