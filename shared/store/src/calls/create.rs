@@ -24,7 +24,7 @@ pub(super) enum Creation {
 /// (its pending copy dropped by the erase, its frame blanked: `Store::after_erase`), which
 /// a late copy of this write, sent before the note, must find.
 const ON_NOTHING: &str = "attribute_not_exists(pk)";
-pub(super) const OVER_TOMBSTONE: &str =
+const OVER_TOMBSTONE: &str =
     "attribute_not_exists(id) AND #submission = :tombstone AND NOT contains(#erased, :id) AND NOT contains(#committed, :own)";
 
 impl Store {
