@@ -188,12 +188,13 @@ def _call_rules(history, entries, readable, t):
     erases = [o for o in history if o.kind == ERASE and t.applies(o)]
     acked_erases = [e for e in erases if t.acked(e)]
     found = []
+    order = _Order(subs, erases, t)
     # a. lost: an acknowledged submission no erase may have removed is stored, at a place
     # that agrees with the order requests were made in.
     for s in subs:
         if not t.acked(s) or any(not t.precedes(e, s) for e in erases) or _provider_retry(s, subs, t, erases):
             continue
-        before = _certainly_before(s, subs, t)
+        before = {m for m in _certainly_before(s, subs, t) if not order.tied(m, s)}
         if not _kept_in_order(s.marker, before, entries):
             where = "not stored" if all(e["marker"] != s.marker for e in entries) else \
                 f"stored only below content that was sent before it ({_some(before)})"
@@ -208,7 +209,7 @@ def _call_rules(history, entries, readable, t):
     # c. current: the head is the latest content, or a later stage of a provider's events.
     if entries:
         head = next((e for e in entries if e.get("current")), entries[-1])
-        message = _head_problem(head, subs, erases, acked_erases, t)
+        message = _head_problem(head, subs, acked_erases, order, t)
         if message:
             found.append(("current", message))
     # e. is_new_twice: one 201 per call between erases.
@@ -273,7 +274,7 @@ def _kept_in_order(marker, before, entries):
     return False
 
 
-def _head_problem(head, subs, erases, acked_erases, t):
+def _head_problem(head, subs, acked_erases, order, t):
     """Why the head cannot hold what it holds, or None."""
     if head["marker"] is None:
         why = f" ({head['note']})" if head.get("note") else ""
@@ -281,27 +282,87 @@ def _head_problem(head, subs, erases, acked_erases, t):
     candidates = [o for o in subs if o.marker == head["marker"] and t.applies(o)]
     if not candidates:
         return f"the head holds {head['marker']}, which no request that may have applied sent"
+    for h in candidates:
+        if any(t.precedes(h, e) for e in acked_erases):
+            continue
+        if order.beaten(h):
+            continue
+        return None
+    winners = {o.marker for h in candidates for o in subs if order.beats(o, h)}
+    return (f"the head holds {head['marker']}, but acknowledged content came after it"
+            + (f" ({_some(winners)})" if winners else " or an erase removed it"))
 
-    def overrides(later, h):
-        if not t.acked(later) or later.marker == h.marker or _provider_retry(later, subs, t, erases):
+
+class _Order:
+    """Which content must be above which, by the two rules of order: `o` beats `h` when `o`
+    is acknowledged and came after `h`, or is a later stage of the provider's events (which
+    wins whatever the order, unless an erase may have removed it), never an earlier one.
+
+    Each rule alone orders requests. Together, on one call id that gets both API sends and
+    a provider's staged reports, they can go round: `call_analyzed`, then a Create Call Y,
+    then `call_ended` (Y beats the analysis, `call_ended` beats Y, the analysis beats
+    `call_ended`). The store keeps all three, and any of them may be current (DESIGN.md,
+    "Retell's two events are one call"): ops that beat each other round a cycle are tied,
+    and a head is judged only by what beats its whole cycle from outside."""
+
+    def __init__(self, subs, erases, t):
+        self.subs, self.erases, self.t = subs, erases, t
+        # A provider's retry answered `unchanged` is judged by its earlier request.
+        self.retries = {id(o) for o in subs if _provider_retry(o, subs, t, erases)}
+        self.reach = None
+        # Only a call with both kinds can go round; every other keeps the plain rules.
+        if any(_stage(o) for o in subs) and any(not _stage(o) for o in subs):
+            self.reach = self._closure()
+
+    def beats(self, later, h):
+        t = self.t
+        if not t.acked(later) or later.marker == h.marker or id(later) in self.retries:
             return False
         if _stage(later) and _stage(h):
             if _stage(later) > _stage(h):
-                # The later stage stays current unless an erase may have removed it.
-                return all(t.precedes(e, later) for e in erases)
+                return all(t.precedes(e, later) for e in self.erases)
             if _stage(later) < _stage(h):
                 return False
         return t.precedes(h, later)
 
-    for h in candidates:
-        if any(t.precedes(h, e) for e in acked_erases):
-            continue
-        if any(overrides(o, h) for o in subs):
-            continue
-        return None
-    winners = {o.marker for h in candidates for o in subs if overrides(o, h)}
-    return (f"the head holds {head['marker']}, but acknowledged content came after it"
-            + (f" ({_some(winners)})" if winners else " or an erase removed it"))
+    def _closure(self):
+        """{op index: indexes it reaches} along `beats` (an op reaches itself)."""
+        ops = [o for o in self.subs if self.t.applies(o)]
+        self.index = {id(o): k for k, o in enumerate(ops)}
+        edges = [[j for j, h in enumerate(ops) if self.beats(o, h)] for o in ops]
+        reach = []
+        for k in range(len(ops)):
+            seen, todo = {k}, [k]
+            while todo:
+                for j in edges[todo.pop()]:
+                    if j not in seen:
+                        seen.add(j)
+                        todo.append(j)
+            reach.append(seen)
+        self.ops = ops
+        return reach
+
+    def _cycle(self, h):
+        """The ops that beat `h` round a cycle, `h` among them."""
+        k = self.index[id(h)]
+        return [j for j in self.reach[k] if k in self.reach[j]]
+
+    def beaten(self, h):
+        """Whether content that must be above `h` beats it: directly, or, on a call that
+        goes round, beats an op of its cycle from outside it."""
+        if self.reach is None or id(h) not in self.index:
+            return any(self.beats(o, h) for o in self.subs)
+        cycle = set(self._cycle(h))
+        return any(self.beats(o, self.ops[m]) and self.index.get(id(o)) not in cycle
+                   for m in cycle for o in self.subs)
+
+    def tied(self, marker, s):
+        """Whether some request of `marker` and `s` beat each other round a cycle."""
+        if self.reach is None or id(s) not in self.index:
+            return False
+        k = self.index[id(s)]
+        return any(o.marker == marker and k in self.reach[j] and j in self.reach[k] for o, j in
+                   ((o, self.index[id(o)]) for o in self.ops))
 
 
 def _news(history, erases, t):

@@ -14,7 +14,7 @@ object), two `is_new: true` for one call, pending submissions never committed, S
 nothing names.
 
 `random.Random(seed)` decides every operation in advance: a few call ids of operations A
-and B (4) and of Retell's webhook (2), each id carrying the seed; new contents, replays of
+and B (4), of Retell's webhook (2), and of both B and Retell's webhook (2), each id carrying the seed; new contents, replays of
 earlier bytes, erases, the same call created again after an erase, Retell's call_ended and
 call_analyzed; small calls and a few large ones (their frames go to S3); one-shot clients
 (one attempt, 10 s) and retrying ones (up to 4). `random.Random(seed + 1)` decides the
@@ -98,6 +98,12 @@ class Planned:
 # from its own contents.
 SHAPES = 0.03
 PAUSE = 3.0
+# Call ids that get both Create Calls and Retell's reports, at this rate, from a generator of
+# their own (seed + 5, so a seed's other operations stay as they were): the two rules of
+# order (receipt, and a provider's later stage) meet there, and can go round (devstack.history
+# `_Order`). Every report must still be stored once, in an order one of them allows.
+MIXED = 0.05
+MIXED_CALLS = 2
 
 
 def shape(rng, call, markers, templates):
@@ -193,6 +199,26 @@ class Templates:
         return json.dumps(body, separators=(",", ":")).encode()
 
 
+def mixed(rng, call, earlier, markers, templates):
+    """One operation on a call id that gets both Create Calls and Retell's reports: new
+    content of either, a replay of earlier bytes, or an erase."""
+    client = "one_shot" if rng.random() < 0.6 else "retrying"
+    what = rng.choices(["create", "ended", "analyzed", "replay", "erase"], [30, 25, 25, 15, 5])[0]
+    if what == "erase":
+        return Planned("erase", call, None, None, "retrying")
+    if what == "replay" and earlier:
+        kind, marker, body = rng.choice(earlier)
+        return Planned(kind, call, marker, body, client, "replay")
+    marker = next(markers)
+    large = what == "create" and rng.random() < 0.2
+    if what in ("create", "replay"):
+        kind, body = "create", templates.create(call, marker, large)
+    else:
+        kind, body = f"webhook_{what}", retell_event(f"call_{what}", call, marker)
+    earlier.append((kind, marker, body))
+    return Planned(kind, call, marker, body, client, "large" if large else "")
+
+
 def plan(seed, operations, templates, agent_id, shapes=SHAPES):
     """The operations of a run, in the order clients take them: a pure function of the
     seed (and of callgen's bodies)."""
@@ -204,11 +230,17 @@ def plan(seed, operations, templates, agent_id, shapes=SHAPES):
     sent = {c: [] for c in calls + hooks}  # (kind, marker, body) in plan order
     erased = set()
     markers = (f"hist-{seed}-{n:05d}-mark" for n in itertools.count())
+    mixer = random.Random(seed + 5)
+    mixed_markers = (f"hist-{seed}-8{n:05d}-mark" for n in itertools.count())
+    mixed_sent = {}
     out = []
     for _ in range(operations):
         if shaper.random() < shapes:
             call = f"hist-{seed}-s{shaper.randrange(SHAPE_CALLS)}"
             out.append(shape(shaper, call, shaped, templates))
+        if mixer.random() < MIXED:
+            call = f"hist-{seed}-m{mixer.randrange(MIXED_CALLS)}"
+            out.append(mixed(mixer, call, mixed_sent.setdefault(call, []), mixed_markers, templates))
         webhook = rng.random() < 0.25
         call = rng.choice(hooks if webhook else calls)
         client = "one_shot" if rng.random() < 0.6 else "retrying"

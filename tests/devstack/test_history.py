@@ -168,6 +168,36 @@ def test_retells_analysis_stays_current_after_a_later_call_ended():
     assert rules([analyzed, erase, ended], state(rev(1, "e1", "te"), call="w1")) == []
 
 
+def test_an_api_send_between_a_providers_stages_ties_all_three_and_any_may_be_current():
+    # A fresh reader's find (stop 41): call_analyzed, then a Create Call Y (202, pending),
+    # then call_ended kept below the analysis; Y, committed last, lands on top. All-direct
+    # sends leave call_ended on top. The two rules of order go round: each outcome is kept.
+    analyzed = op("webhook_analyzed", "a1", 0, 1, 200, {"status": "stored"})
+    y = accepted("y", 2, 3)
+    ended = op("webhook_ended", "e1", 4, 5, 200, {"status": "revised"})
+    ops = [analyzed, y, ended]
+    pending = state(rev(1, "a1", "ta"), rev(2, "e1", "te"), rev(3, "a1", "ta"), rev(4, "y", "ty"))
+    direct = state(rev(1, "a1", "ta"), rev(2, "y", "ty"), rev(3, "e1", "te"))
+    assert rules(ops, pending) == []
+    assert rules(ops, direct) == []
+    # Content that beats the whole cycle from outside still must be current: a second
+    # Create Call after call_ended.
+    later = [*ops, revised("y2", 6, 7)]
+    assert rules(later, state(rev(1, "a1", "ta"), rev(2, "y", "ty"), rev(3, "e1", "te"), rev(4, "y2", "t2"))) == []
+    assert rules(later, state(rev(1, "a1", "ta"), rev(2, "y", "ty"), rev(3, "y2", "t2"), rev(4, "e1", "te"))) == [
+        "current"]
+
+
+def test_an_api_send_after_both_stages_goes_round_nothing_and_must_be_current():
+    analyzed = op("webhook_analyzed", "a1", 0, 1, 200, {"status": "stored"})
+    ended = op("webhook_ended", "e1", 2, 3, 200, {"status": "revised"})
+    ops = [analyzed, ended, accepted("y", 4, 5)]
+    kept_below = state(rev(1, "a1", "ta"), rev(2, "e1", "te"), rev(3, "a1", "ta"), rev(4, "y", "ty"),
+                       rev(5, "a1", "ta"))
+    assert rules(ops, kept_below) == ["current"]
+    assert rules(ops, state(rev(1, "a1", "ta"), rev(2, "e1", "te"), rev(3, "a1", "ta"), rev(4, "y", "ty"))) == []
+
+
 # d. erased_readable -------------------------------------------------------------------------
 def test_erased_content_is_gone_from_the_table_and_the_bucket():
     ops = [created("m1", 0, 1), erased(2, 3), created("m2", 4, 5)]

@@ -25,7 +25,7 @@ def test_a_seed_gives_one_schedule_of_its_own_call_ids():
     assert first == run.plan(11, 300, TEMPLATES, "agt_1")
     assert first != run.plan(12, 300, TEMPLATES, "agt_1")
     assert {p.call for p in first if not p.note.startswith("shape")} <= {f"hist-11-c{i}" for i in range(4)} | {
-        "hist-11-w0", "hist-11-w1"}
+        "hist-11-w0", "hist-11-w1", "hist-11-m0", "hist-11-m1"}
     assert {p.call for p in first if p.note.startswith("shape")} <= {f"hist-11-s{i}" for i in range(6)}
     kinds = {p.kind for p in first}
     assert kinds == {"create", "send", "erase", "webhook_ended", "webhook_analyzed"}, kinds
@@ -66,6 +66,17 @@ def test_shapes_are_woven_in_without_changing_the_rest_of_the_schedule():
         assert during.marker != p.marker, "different content, sent while the erase runs"
     for p in (p for p in shaped if p.note == "shape: erase then the same"):
         assert [q.kind for q in p.then] == ["erase", "create"] and p.then[1].body == p.body
+
+
+def test_a_few_call_ids_get_both_create_calls_and_retells_reports():
+    schedule = run.plan(9, 2000, TEMPLATES, "agt_1")
+    mixed = [p for p in schedule if p.call.startswith("hist-9-m")]
+    assert {p.call for p in mixed} == {"hist-9-m0", "hist-9-m1"}
+    for call in ("hist-9-m0", "hist-9-m1"):
+        kinds = {p.kind for p in mixed if p.call == call}
+        assert {"create", "webhook_ended", "webhook_analyzed"} <= kinds, (call, kinds)
+    assert any(p.note == "replay" for p in mixed)
+    assert not any(p.call.startswith("hist-9-w") and p.kind == "create" for p in schedule), "the others stay apart"
 
 
 def test_after_an_erase_the_call_is_created_again():

@@ -1074,6 +1074,42 @@ async fn a_stage_landing_over_a_later_report_leaves_later_reports_of_its_stage_o
     f.t.delete().await;
 }
 
+/// API sends and Retell's webhooks on one call id: `call_analyzed` stored, a Create Call Y
+/// answered 202 (its copy pending), then `call_ended`, received after Y, kept below the
+/// analysis; Y commits last. Receipt puts `call_ended` over Y, Y over the analysis, and the
+/// stage puts the analysis over `call_ended`: the rules go round, and the contract lets any
+/// of the three be current (DESIGN.md, "Retell's two events are one call"; the history
+/// checker's `_Order`). What it does promise: each is stored, once. (A fresh reader's find;
+/// raising the head's `seen_at` instead kept a later report of one stage below an earlier.)
+#[tokio::test]
+async fn an_api_send_between_a_providers_stages_is_stored_once_beside_both() {
+    use call_ingest_core::providers::{ingest_any, Provider};
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let operation = Operation::ProviderWebhook(Provider::Retell);
+    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
+    let analyzed_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
+    let (ended, analyzed) = (ingest_any(operation, ended_raw).unwrap(), ingest_any(operation, analyzed_raw).unwrap());
+    let call_id = ended.call_id().to_owned();
+    assert!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().is_new());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let y = serde_json::to_vec(&large_body(&call_id, 15)).unwrap();
+    store.put_pending(owner, Operation::CreateCall, &call_id, &y, &Receipt::new(now_ms()).unwrap()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    store.put_call(owner, &ended, ended_raw).await.unwrap();
+    assert_eq!(sweep(&f).await.committed, 1);
+    let call = store.get_call(1, &call_id, true).await.unwrap().expect("the call");
+    let all: Vec<&[u8]> = call.revisions.iter().map(|r| r.raw.as_slice()).chain([call.current.raw.as_slice()]).collect();
+    let count = |raw: &[u8]| all.iter().filter(|r| **r == raw).count();
+    assert_eq!((count(&y), count(ended_raw)), (1, 1), "Y and call_ended each stored once");
+    assert!(count(analyzed_raw) >= 1, "and the analysis kept");
+    // Today Y, committed last, is current; any of the three keeps the contract.
+    assert!(call.current.raw == y, "revision {} is current", call.current.revision);
+    f.t.delete().await;
+}
+
 /// A provider's earlier stage kept below a later one (Retell's `call_ended` under
 /// `call_analyzed`: a late mark among the head's committed tokens) belongs to the erased
 /// call. Sent again after the erase, `call_analyzed` then `call_ended` are both stored. (The
