@@ -303,7 +303,7 @@ class _Order:
     then `call_ended` (Y beats the analysis, `call_ended` beats Y, the analysis beats
     `call_ended`). The store keeps all three, and any of them may be current (DESIGN.md,
     "Retell's two events are one call"): ops that beat each other round a cycle are tied,
-    and a head is judged only by what beats its whole cycle from outside."""
+    and a head is judged only by what beats it from outside its cycle."""
 
     def __init__(self, subs, erases, t):
         self.subs, self.erases, self.t = subs, erases, t
@@ -348,13 +348,13 @@ class _Order:
         return [j for j in self.reach[k] if k in self.reach[j]]
 
     def beaten(self, h):
-        """Whether content that must be above `h` beats it: directly, or, on a call that
-        goes round, beats an op of its cycle from outside it."""
+        """Whether content that must be above `h` beats it, from outside the cycle `h` is
+        on, if any. (Not whatever beats another op of its cycle: content overlapping `h`
+        may beat the rest of the cycle and still land below `h`.)"""
         if self.reach is None or id(h) not in self.index:
             return any(self.beats(o, h) for o in self.subs)
         cycle = set(self._cycle(h))
-        return any(self.beats(o, self.ops[m]) and self.index.get(id(o)) not in cycle
-                   for m in cycle for o in self.subs)
+        return any(self.beats(o, h) and self.index.get(id(o)) not in cycle for o in self.subs)
 
     def tied(self, marker, s):
         """Whether some request of `marker` and `s` beat each other round a cycle."""

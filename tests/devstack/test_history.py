@@ -186,6 +186,10 @@ def test_an_api_send_between_a_providers_stages_ties_all_three_and_any_may_be_cu
     assert rules(later, state(rev(1, "a1", "ta"), rev(2, "y", "ty"), rev(3, "e1", "te"), rev(4, "y2", "t2"))) == []
     assert rules(later, state(rev(1, "a1", "ta"), rev(2, "y", "ty"), rev(3, "y2", "t2"), rev(4, "e1", "te"))) == [
         "current"]
+    # A send overlapping call_ended beats the rest of the loop, not call_ended: either may
+    # land last (a reviewer's find).
+    overlapping = [analyzed, y, revised("x", 4, 6), op("webhook_ended", "e1", 4.5, 5.5, 200, {"status": "revised"})]
+    assert rules(overlapping, state(rev(1, "a1", "ta"), rev(2, "y", "ty"), rev(3, "x", "tx"), rev(4, "e1", "te"))) == []
 
 
 def test_an_api_send_after_both_stages_goes_round_nothing_and_must_be_current():
