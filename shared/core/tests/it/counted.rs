@@ -119,3 +119,84 @@ proptest! {
         same(&broken);
     }
 }
+
+/// Where JSON parsers disagree: numbers at the edges of precision and range, escapes,
+/// surrogates, control bytes, duplicate keys, a byte-order mark, whitespace. Each in the
+/// places a record reads a number, a string or a free-form value.
+#[test]
+fn the_edges_of_json_are_answered_as_before() {
+    let numbers = [
+        "0.1000000000000000055511151231257827",
+        "2.2250738585072011e-308",
+        "2.2250738585072012e-308",
+        "4.9e-324",
+        "2e-324",
+        "1.7976931348623157e308",
+        "1.7976931348623159e308",
+        "1e400",
+        "-1e400",
+        "123456789012345678901234567890",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "9007199254740993",
+        "-0",
+        "-0.0",
+        "0e0",
+        "1E+2",
+        "1.5e-7",
+        "0.30000000000000004",
+        "3.141592653589793238462643383279",
+        "01",
+        "1.",
+        ".5",
+        "+1",
+        "1e",
+        "0x10",
+        "NaN",
+        "Infinity",
+    ];
+    let strings = [
+        r#""\ud800""#,
+        r#""\udc00\ud800""#,
+        r#""\ud83d\ude00""#,
+        r#""\u0000""#,
+        r#""\uDEAD""#,
+        r#""\u00e9\/\b\f\n\r\t\"\\""#,
+        r#""\x41""#,
+        r#""\u12""#,
+        "\"a\tb\"",
+        "\"a\nb\"",
+        "\"a\u{7f}b\"",
+        "\"é€𝄞\"",
+    ];
+    let mut bodies: Vec<String> = Vec::new();
+    for v in numbers.iter().chain(strings.iter()) {
+        bodies.push(format!(r#"{{"call_id":"c","duration_ms":{v},"metadata":{{"k":{v},"l":[{v}]}}}}"#));
+        bodies.push(format!(
+            r#"{{"call_id":{v},"transcript_with_tool_calls":[{{"role":"agent","words":[{{"word":{v},"start_ms":{v},"end_ms":2,"confidence":{v}}}]}}]}}"#
+        ));
+        bodies.push(format!(r#"{{"agentId":"a","callId":{v},"latencies":{v},"metadata":{{"x":{v}}}}}"#));
+    }
+    bodies.extend(
+        [
+            r#"{"call_id":"a","call_id":"b","metadata":{"k":1,"k":{"j":null}}}"#,
+            "\u{feff}{\"call_id\":\"c\"}",
+            " \t\r\n{\"call_id\":\"c\"} \t\r\n",
+            "{\"call_id\":\"c\"}\u{0}",
+            "{\"call_id\":\"c\"}x",
+            "{\"call_id\":\"c\",}",
+            "{\"call_id\":\"c\"}{}",
+            "{\"call_id\" : \"c\" , \"metadata\" : { } }",
+            "{\"metadata\":[1,]}",
+            "{\"metadata\":{\"\":true,\"a\":false}}",
+            "{\"metadata\":tru}",
+            "{\"metadata\":nul}",
+        ]
+        .map(String::from),
+    );
+    for body in &bodies {
+        same(body.as_bytes());
+    }
+}
