@@ -1010,23 +1010,25 @@ async fn an_erase_keeps_the_noted_copies_and_a_noted_copy_never_names_its_erased
     f.t.delete().await;
 }
 
+/// Retell's webhooks of one call: the provider mapping's fixtures.
+const RETELL: Operation = Operation::ProviderWebhook(call_ingest_core::providers::Provider::Retell);
+const RETELL_ENDED: &[u8] = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
+const RETELL_ANALYZED: &[u8] = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
+
 /// Retell's `call_ended` and `call_analyzed` of one call stored (the analysis current), the
 /// call erased, then both sent again, in `order`: the outcome of each, in that order.
 async fn stages_after_an_erase(order: [&str; 2]) -> Vec<call_ingest_store::calls::Outcome> {
-    use call_ingest_core::providers::{ingest_any, Provider};
+    use call_ingest_core::providers::ingest_any;
     use call_ingest_store::calls::Outcome;
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
     let agent = owner_agent(&f).await;
     let owner = Owner { workspace_id: 1, agent_id: &agent };
     let store = f.backend.store();
-    let operation = Operation::ProviderWebhook(Provider::Retell);
-    let raw = |stage: &str| -> &'static [u8] {
-        match stage {
-            "call_ended" => include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json"),
-            _ => include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json"),
-        }
+    let raw = |stage: &str| match stage {
+        "call_ended" => RETELL_ENDED,
+        _ => RETELL_ANALYZED,
     };
-    let record = |stage: &str| ingest_any(operation, raw(stage)).unwrap();
+    let record = |stage: &str| ingest_any(RETELL, raw(stage)).unwrap();
     let call_id = record("call_ended").call_id().to_owned();
     let first = store.put_call(owner, &record("call_ended"), raw("call_ended")).await.unwrap();
     let analysis = store.put_call(owner, &record("call_analyzed"), raw("call_analyzed")).await.unwrap();
@@ -1048,14 +1050,12 @@ async fn stages_after_an_erase(order: [&str; 2]) -> Vec<call_ingest_store::calls
 /// (The history checker, seed 95: a later report of the head's own stage kept below it.)
 #[tokio::test]
 async fn a_stage_landing_over_a_later_report_leaves_later_reports_of_its_stage_on_top() {
-    use call_ingest_core::providers::{ingest_any, Provider};
+    use call_ingest_core::providers::ingest_any;
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
     let agent = owner_agent(&f).await;
     let owner = Owner { workspace_id: 1, agent_id: &agent };
     let store = f.backend.store();
-    let operation = Operation::ProviderWebhook(Provider::Retell);
-    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
-    let a1 = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json").to_vec();
+    let (operation, ended_raw, a1) = (RETELL, RETELL_ENDED, RETELL_ANALYZED.to_vec());
     let mut second: Value = serde_json::from_slice(&a1).unwrap();
     second["call"]["call_analysis"]["call_summary"] = json!("A second analysis.");
     let a2 = serde_json::to_vec(&second).unwrap();
@@ -1083,15 +1083,13 @@ async fn a_stage_landing_over_a_later_report_leaves_later_reports_of_its_stage_o
 /// raising the head's `seen_at` instead kept a later report of one stage below an earlier.)
 #[tokio::test]
 async fn an_api_send_between_a_providers_stages_is_stored_once_beside_both() {
-    use call_ingest_core::providers::{ingest_any, Provider};
+    use call_ingest_core::providers::ingest_any;
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
     let agent = owner_agent(&f).await;
     let owner = Owner { workspace_id: 1, agent_id: &agent };
     let store = f.backend.store();
-    let operation = Operation::ProviderWebhook(Provider::Retell);
-    let ended_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_ended.json");
-    let analyzed_raw = include_bytes!("../../../core/tests/fixtures/providers/retell_call_analyzed.json");
-    let (ended, analyzed) = (ingest_any(operation, ended_raw).unwrap(), ingest_any(operation, analyzed_raw).unwrap());
+    let (ended_raw, analyzed_raw) = (RETELL_ENDED, RETELL_ANALYZED);
+    let (ended, analyzed) = (ingest_any(RETELL, ended_raw).unwrap(), ingest_any(RETELL, analyzed_raw).unwrap());
     let call_id = ended.call_id().to_owned();
     assert!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().is_new());
     tokio::time::sleep(Duration::from_millis(5)).await;
