@@ -528,7 +528,7 @@ def read_call(stack, clients, call, pattern):
     elif tokens:
         # callctl could not read it, or found no call though a live head is there (a frame
         # gone?): what the items alone tell.
-        why = note or "no such call, though its head is there"
+        why = note or f"no such call, though its head is there{missing_frames(stack, items)}"
         for n in sorted(tokens):
             revisions.append({"revision": n, "marker": None, "token": tokens[n], "current": False,
                               "note": f"callctl: {why}"})
@@ -545,6 +545,21 @@ def read_call(stack, clients, call, pattern):
             pass
         time.sleep(1)
     return {"revisions": revisions, "readable": readable, "note": note}
+
+
+def missing_frames(stack, items):
+    """Which of a call's items name a frame the bucket does not hold (why a call with a head
+    reads as no call): ", frames missing: REV#n <token> ..." or ""."""
+    s3, bucket, gone = aws(stack, "s3"), stack.env["FRAMES_BUCKET"], []
+    for item in items:
+        key = item.get("frame_key", {}).get("S")
+        if key is None:
+            continue
+        try:
+            s3.head_object(Bucket=bucket, Key=key)
+        except Exception:  # noqa: BLE001 - any failure to find it is worth naming
+            gone.append(f"{item['sk']['S']} (id {item.get('id', {}).get('N', '?')}) {key.rsplit('/', 1)[-1]}")
+    return f", frames missing: {'; '.join(gone)}" if gone else ", every frame it names is there"
 
 
 def scan_bucket(stack, calls, pattern):

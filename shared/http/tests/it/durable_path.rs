@@ -813,6 +813,51 @@ async fn dropped_copy_then_its_direct_write(
     store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await
 }
 
+/// A large send whose revision landed with its reply lost; the SDK's retry failed its
+/// condition (the head was its own by then), and while that answer was on its way the call
+/// was erased, its frames with it, this send's among them. The send then created the call
+/// anew naming that frame, and the call read "no such call" for good (the history checker,
+/// seed 107). It answers "not yet" now (its pending copy, received before the erase, is
+/// dropped), and the call stays erased.
+#[tokio::test]
+async fn a_send_whose_revision_was_erased_before_its_answer_does_not_create_the_call_anew() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let call_id = "revised-then-erased";
+    let first = post(&f, &large_body(call_id, 12)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let raw = serde_json::to_vec(&large_body(call_id, 13)).unwrap();
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
+    let lost =
+        f.t.fault(json!({"op": "TransactWriteItems", "fault": "lost_reply", "contains": call_id, "times": 1}));
+    let held = f.t.fault(
+        json!({"op": "TransactWriteItems", "fault": "delay", "seconds": 2.0, "contains": call_id, "times": 1}),
+    );
+    let receipt = Receipt::new(now_ms()).unwrap();
+    let send = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(10));
+    let erase = async {
+        while f.t.fired(held) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        store.erase_call(1, call_id, id).await
+    };
+    let (sent, erased) = tokio::join!(send, erase);
+    assert_eq!(f.t.fired(lost), 1, "the revision landed, its reply lost");
+    assert!(erased.unwrap().items > 0);
+    let read = store.get_call(1, call_id, true).await.unwrap();
+    match sent {
+        Ok(stored) => assert!(read.is_some(), "answered {stored:?}, and the call reads no such call"),
+        Err(e) => {
+            assert!(matches!(e, call_ingest_store::calls::StoreError::Unavailable(_)), "{e:?}");
+            assert!(read.is_none(), "erased, and nothing stored over it");
+        }
+    }
+    f.t.delete().await;
+}
+
 /// A large send of `body` received at `received` (epoch ms), whose direct write wrote its
 /// frame (any bytes: it is never read) and then gave up (202): its pending copy is kept.
 /// Answers its receipt and its frame's key.

@@ -77,6 +77,25 @@ struct Attempt<'a> {
     maybe_applied: bool,
     /// It found the call being erased, and waits.
     met_erase: bool,
+    /// The call an attempt of it sent a revision to (landed or not, as far as it knows).
+    wrote_into: Option<u64>,
+}
+
+impl Attempt<'_> {
+    /// Whether an erase recorded on `item` (a tombstone, or a call stored over one) erased
+    /// a call that an attempt of this submission may have written into. That erase deleted
+    /// the frames of what it read, this submission's among them (keyed by its token): an
+    /// item written now naming the frame would read "no such call" for good (the history
+    /// checker, seed 107: a revision whose reply was lost, the call erased, then the call
+    /// created anew by the same request). It writes nothing more: a direct write answers
+    /// "not yet" (202), and its pending copy, received before that erase, is dropped.
+    fn frame_erased_by(&self, item: &Item) -> bool {
+        self.wrote_frame && self.wrote_into.is_some_and(|id| names_erased(item, id))
+    }
+}
+
+fn frame_erased() -> StoreError {
+    StoreError::Unavailable("an erase may have removed this submission's earlier write, and its frame".into())
 }
 
 /// What a call holds of a submission that may be stored already.
@@ -220,7 +239,8 @@ impl Store {
         let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
         // A pending copy's frame may have been written by its direct write already.
         let wrote_frame = path == Path::Pending;
-        let mut attempt = Attempt { external: external.as_ref(), wrote_frame, maybe_applied: false, met_erase: false };
+        let mut attempt =
+            Attempt { external: external.as_ref(), wrote_frame, maybe_applied: false, met_erase: false, wrote_into: None };
         let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
         let unused = match &result {
             // An erase won: no item of this submission can be written any more.
@@ -429,6 +449,10 @@ impl Store {
                             self.ids.give_back(new_id).await;
                             return Err(StoreError::Unavailable("its copy was dropped by an erase".into()));
                         }
+                        if attempt.frame_erased_by(&found) {
+                            self.ids.give_back(new_id).await;
+                            return Err(frame_erased());
+                        }
                         tombstone = Some(found);
                         continue;
                     }
@@ -441,6 +465,9 @@ impl Store {
                 // Created anew after an erase that came after this submission: the erase
                 // wins, unless the new call is this submission's own.
                 return self.after_erase(sub, &head, requests).await;
+            }
+            if attempt.frame_erased_by(&head) {
+                return Err(frame_erased());
             }
             if is_erasing(&head) {
                 // An erase began and has not finished (it answered "try again"): neither a
@@ -506,6 +533,7 @@ impl Store {
                 false => self.revise(sub, &head).await,
             };
             attempt.maybe_applied = true;
+            attempt.wrote_into = attempt.wrote_into.or(get_u64(&head, "id"));
             match written {
                 Ok(Some(stored)) => return Ok(Some(Stored { requests, ..stored })),
                 Ok(None) => {}
