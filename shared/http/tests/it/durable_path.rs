@@ -831,11 +831,10 @@ async fn a_send_whose_revision_was_erased_before_its_answer_does_not_create_the_
     let store = f.backend.store();
     let raw = serde_json::to_vec(&large_body(call_id, 13)).unwrap();
     let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
-    let lost =
-        f.t.fault(json!({"op": "TransactWriteItems", "fault": "lost_reply", "contains": call_id, "times": 1}));
-    let held = f.t.fault(
-        json!({"op": "TransactWriteItems", "fault": "delay", "seconds": 2.0, "contains": call_id, "times": 1}),
-    );
+    let lost = f.t.fault(json!({"op": "TransactWriteItems", "fault": "lost_reply", "contains": call_id, "times": 1}));
+    let held = f
+        .t
+        .fault(json!({"op": "TransactWriteItems", "fault": "delay", "seconds": 2.0, "contains": call_id, "times": 1}));
     let receipt = Receipt::new(now_ms()).unwrap();
     let send = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(10));
     let erase = async {
@@ -1144,7 +1143,8 @@ async fn an_api_send_between_a_providers_stages_is_stored_once_beside_both() {
     store.put_call(owner, &ended, ended_raw).await.unwrap();
     assert_eq!(sweep(&f).await.committed, 1);
     let call = store.get_call(1, &call_id, true).await.unwrap().expect("the call");
-    let all: Vec<&[u8]> = call.revisions.iter().map(|r| r.raw.as_slice()).chain([call.current.raw.as_slice()]).collect();
+    let all: Vec<&[u8]> =
+        call.revisions.iter().map(|r| r.raw.as_slice()).chain([call.current.raw.as_slice()]).collect();
     let count = |raw: &[u8]| all.iter().filter(|r| **r == raw).count();
     assert_eq!((count(&y), count(ended_raw)), (1, 1), "Y and call_ended each stored once");
     assert!(count(analyzed_raw) >= 1, "and the analysis kept");

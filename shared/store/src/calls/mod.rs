@@ -88,9 +88,12 @@ impl Attempt<'_> {
     /// item written now naming the frame would read "no such call" for good (the history
     /// checker, seed 107: a revision whose reply was lost, the call erased, then the call
     /// created anew by the same request). It writes nothing more: a direct write answers
-    /// "not yet" (202), and its pending copy, received before that erase, is dropped.
-    fn frame_erased_by(&self, item: &Item) -> bool {
-        self.wrote_frame && self.wrote_into.is_some_and(|id| names_erased(item, id))
+    /// "not yet" (202), and its pending copy, received before that erase, is dropped. Only
+    /// when that erase's boundary covers its receipt (`erased_at`), as it does for any erase
+    /// that read an item of it: a send received after the erase began whose revision merely
+    /// failed its condition is stored as usual (a reviewer's point).
+    fn frame_erased_by(&self, item: &Item, received: u64) -> bool {
+        self.wrote_frame && self.wrote_into.is_some_and(|id| names_erased(item, id)) && erased_at(item) >= received
     }
 }
 
@@ -239,8 +242,13 @@ impl Store {
         let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
         // A pending copy's frame may have been written by its direct write already.
         let wrote_frame = path == Path::Pending;
-        let mut attempt =
-            Attempt { external: external.as_ref(), wrote_frame, maybe_applied: false, met_erase: false, wrote_into: None };
+        let mut attempt = Attempt {
+            external: external.as_ref(),
+            wrote_frame,
+            maybe_applied: false,
+            met_erase: false,
+            wrote_into: None,
+        };
         let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
         let unused = match &result {
             // An erase won: no item of this submission can be written any more.
@@ -449,7 +457,7 @@ impl Store {
                             self.ids.give_back(new_id).await;
                             return Err(StoreError::Unavailable("its copy was dropped by an erase".into()));
                         }
-                        if attempt.frame_erased_by(&found) {
+                        if attempt.frame_erased_by(&found, received) {
                             self.ids.give_back(new_id).await;
                             return Err(frame_erased());
                         }
@@ -466,7 +474,7 @@ impl Store {
                 // wins, unless the new call is this submission's own.
                 return self.after_erase(sub, &head, requests).await;
             }
-            if attempt.frame_erased_by(&head) {
+            if attempt.frame_erased_by(&head, received) {
                 return Err(frame_erased());
             }
             if is_erasing(&head) {
