@@ -309,10 +309,11 @@ class _Order:
         self.subs, self.erases, self.t = subs, erases, t
         # A provider's retry answered `unchanged` is judged by its earlier request.
         self.retries = {id(o) for o in subs if _provider_retry(o, subs, t, erases)}
-        self.reach = None
+        self.ops = [o for o in subs if t.applies(o)]
+        self.index = {id(o): k for k, o in enumerate(self.ops)}
         # Only a call with both kinds can go round; every other keeps the plain rules.
-        if any(_stage(o) for o in subs) and any(not _stage(o) for o in subs):
-            self.reach = self._closure()
+        mixed = any(_stage(o) for o in subs) and any(not _stage(o) for o in subs)
+        self.reach = self._closure() if mixed else None
 
     def beats(self, later, h):
         t = self.t
@@ -326,12 +327,10 @@ class _Order:
         return t.precedes(h, later)
 
     def _closure(self):
-        """{op index: indexes it reaches} along `beats` (an op reaches itself)."""
-        ops = [o for o in self.subs if self.t.applies(o)]
-        self.index = {id(o): k for k, o in enumerate(ops)}
-        edges = [[j for j, h in enumerate(ops) if self.beats(o, h)] for o in ops]
+        """[indexes op k reaches along `beats`] (an op reaches itself)."""
+        edges = [[j for j, h in enumerate(self.ops) if self.beats(o, h)] for o in self.ops]
         reach = []
-        for k in range(len(ops)):
+        for k in range(len(self.ops)):
             seen, todo = {k}, [k]
             while todo:
                 for j in edges[todo.pop()]:
@@ -339,30 +338,27 @@ class _Order:
                         seen.add(j)
                         todo.append(j)
             reach.append(seen)
-        self.ops = ops
         return reach
 
-    def _cycle(self, h):
-        """The ops that beat `h` round a cycle, `h` among them."""
-        k = self.index[id(h)]
-        return [j for j in self.reach[k] if k in self.reach[j]]
+    def _tied(self, j, k):
+        """Whether ops j and k beat each other round a cycle (or are one op)."""
+        return k in self.reach[j] and j in self.reach[k]
 
     def beaten(self, h):
         """Whether content that must be above `h` beats it, from outside the cycle `h` is
         on, if any. (Not whatever beats another op of its cycle: content overlapping `h`
         may beat the rest of the cycle and still land below `h`.)"""
-        if self.reach is None or id(h) not in self.index:
+        k = self.index.get(id(h))
+        if self.reach is None or k is None:
             return any(self.beats(o, h) for o in self.subs)
-        cycle = set(self._cycle(h))
-        return any(self.beats(o, h) and self.index.get(id(o)) not in cycle for o in self.subs)
+        return any(self.beats(o, h) and not self._tied(self.index[id(o)], k) for o in self.subs)
 
     def tied(self, marker, s):
         """Whether some request of `marker` and `s` beat each other round a cycle."""
-        if self.reach is None or id(s) not in self.index:
+        k = self.index.get(id(s))
+        if self.reach is None or k is None:
             return False
-        k = self.index[id(s)]
-        return any(o.marker == marker and k in self.reach[j] and j in self.reach[k] for o, j in
-                   ((o, self.index[id(o)]) for o in self.ops))
+        return any(o.marker == marker and self._tied(j, k) for j, o in enumerate(self.ops))
 
 
 def _news(history, erases, t):

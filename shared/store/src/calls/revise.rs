@@ -4,6 +4,7 @@
 //! head, the submission is kept as a revision and the head's content stays current
 //! ([`Store::insert_late`]). Revision numbers never change once given.
 
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use super::error::Transaction;
@@ -86,30 +87,12 @@ impl Store {
     /// then kept below the head instead of over it. `false`: the head changed first (or
     /// another transaction held it); read it again.
     pub(super) async fn note_replay(&self, pk: &str, old: &Item, received: u64) -> Result<bool, StoreError> {
-        let (id, revision) = id_and_revision(old)?;
-        let mut update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(super::item::HEAD))
+        let update = self
+            .head_update(pk)
             .update_expression("SET #seen = :received")
             .expression_attribute_names("#seen", SEEN_AT)
-            .expression_attribute_names("#id", "id")
-            .expression_attribute_names("#revision", "revision")
-            .expression_attribute_names("#erasing", super::item::ERASING)
-            .expression_attribute_values(":received", n(received))
-            .expression_attribute_values(":id", n(id))
-            .expression_attribute_values(":revision", n(revision));
-        let condition = "#id = :id AND #revision = :revision AND attribute_not_exists(#erasing) \
-                         AND (attribute_not_exists(#seen) OR #seen < :received)";
-        update = match get_s(old, "submission") {
-            Some(token) => update
-                .condition_expression(format!("{condition} AND #submission = :token"))
-                .expression_attribute_names("#submission", "submission")
-                .expression_attribute_values(":token", s(token)),
-            None => update.condition_expression(condition),
-        };
+            .expression_attribute_values(":received", n(received));
+        let update = as_read(update, old, " AND (attribute_not_exists(#seen) OR #seen < :received)")?;
         super::error::updated(update.send().await)
     }
 
@@ -118,20 +101,7 @@ impl Store {
     /// that revision, written by the same submission, and not being erased. `false`: it
     /// changed first (or another transaction held it).
     pub(super) async fn note_committed(&self, pk: &str, old: &Item, token: &str) -> Result<bool, StoreError> {
-        let (id, revision) = id_and_revision(old)?;
-        let update = self
-            .adding_committed(pk, token)
-            .expression_attribute_names("#revision", "revision")
-            .expression_attribute_names("#erasing", super::item::ERASING)
-            .expression_attribute_values(":id", n(id))
-            .expression_attribute_values(":revision", n(revision));
-        let condition = "#id = :id AND #revision = :revision AND attribute_not_exists(#erasing)";
-        let update = match get_s(old, "submission") {
-            Some(written_by) => update
-                .condition_expression(format!("{condition} AND #submission = :written_by"))
-                .expression_attribute_values(":written_by", s(written_by)),
-            None => update.condition_expression(format!("{condition} AND attribute_not_exists(#submission)")),
-        };
+        let update = as_read(self.adding_committed(pk, token), old, "")?;
         super::error::updated(update.send().await)
     }
 
@@ -148,23 +118,23 @@ impl Store {
         super::error::updated(update.send().await)
     }
 
-    /// An update of the head's key that adds `token` to its committed tokens, with the
-    /// names `#id` and `#submission` its condition uses.
-    fn adding_committed(
-        &self,
-        pk: &str,
-        token: &str,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    /// An update of the head's key that adds `token` to its committed tokens.
+    fn adding_committed(&self, pk: &str, token: &str) -> UpdateItemFluentBuilder {
+        self.head_update(pk)
+            .update_expression("ADD #committed :token")
+            .expression_attribute_names("#committed", COMMITTED)
+            .expression_attribute_values(":token", aws_sdk_dynamodb::types::AttributeValue::Ss(vec![token.to_owned()]))
+    }
+
+    /// An update of the head's key, with the names `#id` and `#submission` its conditions use.
+    fn head_update(&self, pk: &str) -> UpdateItemFluentBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(pk))
             .key("sk", s(super::item::HEAD))
-            .update_expression("ADD #committed :token")
-            .expression_attribute_names("#committed", COMMITTED)
             .expression_attribute_names("#id", "id")
             .expression_attribute_names("#submission", "submission")
-            .expression_attribute_values(":token", aws_sdk_dynamodb::types::AttributeValue::Ss(vec![token.to_owned()]))
     }
 
     /// Runs the transaction that writes `revision` of call `id`; `Ok(None)` when the head
@@ -229,6 +199,23 @@ impl Store {
         };
         Ok(put.build()?)
     }
+}
+/// `update` conditioned on the head being `old` as read (its id, revision and the
+/// submission that wrote it) and not being erased, and on `extra` (` AND …`).
+fn as_read(update: UpdateItemFluentBuilder, old: &Item, extra: &str) -> Result<UpdateItemFluentBuilder, StoreError> {
+    let (id, revision) = id_and_revision(old)?;
+    let update = update
+        .expression_attribute_names("#revision", "revision")
+        .expression_attribute_names("#erasing", super::item::ERASING)
+        .expression_attribute_values(":id", n(id))
+        .expression_attribute_values(":revision", n(revision));
+    let condition = format!("#id = :id AND #revision = :revision AND attribute_not_exists(#erasing){extra}");
+    Ok(match get_s(old, "submission") {
+        Some(written_by) => update
+            .condition_expression(format!("{condition} AND #submission = :written_by"))
+            .expression_attribute_values(":written_by", s(written_by)),
+        None => update.condition_expression(format!("{condition} AND attribute_not_exists(#submission)")),
+    })
 }
 
 /// A head item kept as revision `revision`: only heads are indexed (found by id, listed),
