@@ -857,6 +857,53 @@ async fn a_send_whose_revision_was_erased_before_its_answer_does_not_create_the_
     f.t.delete().await;
 }
 
+/// A large send D whose content was stored meanwhile by another request of the same bytes
+/// (between D's frame and its revision): its verdict is "unchanged", its frame unused. Its
+/// budget ran out while S3 was removing that frame: it answered 202 and its pending copy
+/// (the same token) was kept, the removal landed, and the copy, committed below a later
+/// send, named the removed frame: the call read "no such call" (a fresh reader's find).
+/// The removal is no longer cut: D keeps its verdict, and no copy is made.
+#[tokio::test]
+async fn a_send_whose_budget_ends_while_its_unused_frame_is_removed_keeps_its_verdict() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let call_id = "unused-frame-cut";
+    let first = post(&f, &large_body(call_id, 12)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let a = serde_json::to_vec(&large_body(call_id, 13)).unwrap();
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, &a).unwrap();
+    let receipt = Receipt::new(now_ms()).unwrap();
+    // D's frame waits 1 s (the other request of A lands meanwhile); its removal 3 s.
+    let put = |seconds: f64| {
+        f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": seconds,
+                         "contains": receipt.token, "times": 1}))
+    };
+    let (frame, removal) = (put(1.0), put(3.0));
+    let d = store.put_call_within(owner, &doc, &a, &receipt, Duration::from_secs(2));
+    let other = async {
+        while f.t.fired(frame) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        store.put_call(owner, &doc, &a).await.unwrap()
+    };
+    let (d, other) = tokio::join!(d, other);
+    assert_eq!(other.revision, 2, "{other:?}");
+    assert_eq!(f.t.fired(removal), 1, "D's frame was removed: {d:?}");
+    if d.is_err() {
+        store.put_pending(owner, Operation::CreateCall, call_id, &a, &receipt).await.unwrap();
+    }
+    let later = post(&f, &large_body(call_id, 14)).await;
+    assert_eq!(later.status, 200, "{}", later.body);
+    sweep(&f).await;
+    assert!(
+        store.get_call(1, call_id, true).await.unwrap().is_some(),
+        "D answered {d:?}, and the call reads no such call"
+    );
+    f.t.delete().await;
+}
+
 /// A large send of `body` received at `received` (epoch ms), whose direct write wrote its
 /// frame (any bytes: it is never read) and then gave up (202): its pending copy is kept.
 /// Answers its receipt and its frame's key.

@@ -193,13 +193,13 @@ impl Store {
     /// `raw` is the request body exactly as received.
     pub async fn put_call(&self, owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Stored, StoreError> {
         let sub = Submission::prepare(owner, doc, raw, &Receipt::now()?)?;
-        self.commit(owner, doc.call_id(), sub, Path::Direct).await?.ok_or_else(dropped)
+        self.commit(owner, doc.call_id(), sub, Path::Direct, None).await?.ok_or_else(dropped)
     }
 
     /// [`Store::put_call`] of the submission `receipt`, with at most `budget` for S3 and
     /// DynamoDB (compressing the call is not counted): past it, "try again" (the write in
     /// flight may still apply; its pending copy, under the same receipt, then changes
-    /// nothing).
+    /// nothing). Once the verdict is in, removing a frame it left unused is not cut.
     pub async fn put_call_within(
         &self,
         owner: Owner<'_>,
@@ -209,10 +209,7 @@ impl Store {
         budget: Duration,
     ) -> Result<Stored, StoreError> {
         let sub = Submission::prepare(owner, doc, raw, receipt)?;
-        match tokio::time::timeout(budget, self.commit(owner, doc.call_id(), sub, Path::Direct)).await {
-            Ok(committed) => committed?.ok_or_else(dropped),
-            Err(_) => Err(StoreError::Unavailable(format!("not stored within {} ms", budget.as_millis()))),
-        }
+        self.commit(owner, doc.call_id(), sub, Path::Direct, Some(budget)).await?.ok_or_else(dropped)
     }
 
     /// [`Store::put_call`], for the pending copy of submission `receipt`, committed later:
@@ -226,7 +223,7 @@ impl Store {
         receipt: &Receipt,
     ) -> Result<Option<Stored>, StoreError> {
         let sub = Submission::prepare(owner, doc, raw, receipt)?;
-        self.commit(owner, doc.call_id(), sub, Path::Pending).await
+        self.commit(owner, doc.call_id(), sub, Path::Pending, None).await
     }
 
     /// Writes a prepared submission; then, when it stored nothing, removes the frame it
@@ -238,6 +235,7 @@ impl Store {
         call_id: &str,
         mut sub: Submission,
         path: Path,
+        budget: Option<Duration>,
     ) -> Result<Option<Stored>, StoreError> {
         let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
         // A pending copy's frame may have been written by its direct write already.
@@ -249,36 +247,50 @@ impl Store {
             met_erase: false,
             wrote_into: None,
         };
-        let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
-        let unused = match &result {
-            // An erase won: no item of this submission can be written any more.
-            Ok(None) => true,
-            // Its content was there already, under another submission. A direct one knows
-            // no other commit of its identity runs (a pending copy is made only when the
-            // direct write did not finish); one of its own items may name it all the same
-            // (an attempt applied without an answer); with none such, nothing names it. When
-            // that cannot be told, a frame it wrote is neither kept nor erased here: the send
-            // answers "not yet" (202), and its pending copy, of the same token, settles the
-            // frame (`Store::keep_unchanged`). (Kept, nothing named it and an erase did not
-            // reach it: the history checker, seed 77.)
-            Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
-                match attempt.maybe_applied {
-                    false => true,
-                    true => match self.holds_identity(&sub, None).await {
-                        Ok(holds) => !holds,
-                        Err(e) if attempt.wrote_frame => {
-                            return Err(StoreError::Unavailable(format!("whether its frame is named: {e}")))
-                        }
-                        Err(_) => false,
-                    },
+        // The verdict, and whether the frame it wrote is unused: within `budget`. Only S3's
+        // removal of that frame comes after, uncut: cut part-way, a removal could still land
+        // while the send answered 202 and its pending copy, of the same token, came to name
+        // the frame (a fresh reader's find). The verdict stands, so no copy is made.
+        let deciding = async {
+            let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
+            let unused = match &result {
+                // An erase won: no item of this submission can be written any more.
+                Ok(None) => true,
+                // Its content was there already, under another submission. A direct one knows
+                // no other commit of its identity runs (a pending copy is made only when the
+                // direct write did not finish); one of its own items may name it all the same
+                // (an attempt applied without an answer); with none such, nothing names it. When
+                // that cannot be told, a frame it wrote is neither kept nor erased here: the send
+                // answers "not yet" (202), and its pending copy, of the same token, settles the
+                // frame (`Store::keep_unchanged`). (Kept, nothing named it and an erase did not
+                // reach it: the history checker, seed 77.)
+                Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
+                    match attempt.maybe_applied {
+                        false => true,
+                        true => match self.holds_identity(&sub, None).await {
+                            Ok(holds) => !holds,
+                            Err(e) if attempt.wrote_frame => {
+                                return Err(StoreError::Unavailable(format!("whether its frame is named: {e}")))
+                            }
+                            Err(_) => false,
+                        },
+                    }
                 }
-            }
-            // A pending copy: the frame its direct write may have written is unused once its
-            // verdict is kept on the head.
-            Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && external.is_some() => {
-                self.keep_unchanged(&sub).await?
-            }
-            _ => false,
+                // A pending copy: the frame its direct write may have written is unused once its
+                // verdict is kept on the head.
+                Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && external.is_some() => {
+                    self.keep_unchanged(&sub).await?
+                }
+                _ => false,
+            };
+            Ok::<_, StoreError>((result, unused))
+        };
+        let (result, unused) = match budget {
+            None => deciding.await?,
+            Some(budget) => match tokio::time::timeout(budget, deciding).await {
+                Ok(decided) => decided?,
+                Err(_) => return Err(StoreError::Unavailable(format!("not stored within {} ms", budget.as_millis()))),
+            },
         };
         if let (true, true, Some((key, _))) = (unused, attempt.wrote_frame, &external) {
             if let Err(e) = self.frames.erase(key).await {
