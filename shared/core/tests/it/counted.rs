@@ -4,8 +4,10 @@
 //! calls, on the shapes each limit was written for, on the fuzzer's seeds, and on each of
 //! them spliced with bytes that break it at random places.
 
+use call_ingest_core::api::counted::{self, Counted};
 use call_ingest_core::api::counts::{self, Layout, MAX_DEPTH, MAX_KEYS, MAX_SEGMENTS, MAX_VALUES};
 use call_ingest_core::api::counts::{MAX_WORDS, MAX_WORDS_PER_SEGMENT};
+use call_ingest_core::api::free::Free;
 use call_ingest_core::api::{BodyError, CreateCall, SendCallData};
 use call_ingest_core::call::{parse_create_call, parse_send_call_data, Rejection};
 use proptest::prelude::*;
@@ -16,8 +18,18 @@ fn scan_then_parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: Layout) 
     serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
 }
 
+/// The values a counted parse that read `body` whole counted, and the scan's: the same.
+fn same_values<T: serde::de::DeserializeOwned>(body: &[u8], layout: Layout, shown: &dyn Fn() -> String) {
+    if let Counted::Parsed(_, values) = counted::parse::<T>(body, layout) {
+        assert_eq!(Some(values), counts::check(body, layout).ok(), "values counted: {}", shown());
+    }
+}
+
 fn same(body: &[u8]) {
     let shown = || String::from_utf8_lossy(&body[..body.len().min(160)]).into_owned();
+    same_values::<CreateCall>(body, Layout::CREATE_CALL, &shown);
+    same_values::<SendCallData>(body, Layout::SEND_CALL_DATA, &shown);
+    same_values::<Free>(body, Layout::PROVIDER_PAYLOAD, &shown);
     assert_eq!(parse_create_call(body), scan_then_parse::<CreateCall>(body, Layout::CREATE_CALL), "B: {}", shown());
     assert_eq!(
         parse_send_call_data(body),
