@@ -388,8 +388,8 @@ async fn the_largest_calls_read_back_whole_in_byte_ranges() {
 
 #[tokio::test]
 async fn any_byte_range_is_that_slice_of_the_whole_answer_for_small_and_large_calls() {
-    // Ranges, not the read budget: a 3 MB answer's reads are charged a unit per MiB, and
-    // this test's two dozen in a second would otherwise run past the default 20.
+    // Ranges, not the read budget: its 24 reads cost about 28 units (a read is charged a
+    // unit per MiB it answers), past the default 20 when a second holds most of them.
     let f = two_workspaces(Scopes::of([Scope::Send, Scope::Read]), &[], &[("RATE_LIMIT_PER_SECOND", "1000")]).await;
     for (size, name) in [(20_000, "range-small"), (3_000_000, "range-large")] {
         let body = callgen::create_call(&callgen::Options {
@@ -441,10 +441,8 @@ async fn any_byte_range_is_that_slice_of_the_whole_answer_for_small_and_large_ca
         let mut r = get_request(Some(&id), Some(&f.key1), &q, &[]);
         r.headers_mut().insert("range", format!("bytes={n}-").parse().unwrap());
         let response = call_ingest_http::handle(&f.backend, Endpoint::GetCall, r).await;
-        assert_eq!(
-            (response.status().as_u16(), response.headers()["content-range"].to_str().unwrap()),
-            (416, format!("bytes */{n}").as_str())
-        );
+        let range = response.headers().get("content-range").and_then(|v| v.to_str().ok());
+        assert_eq!((response.status().as_u16(), range), (416, Some(format!("bytes */{n}").as_str())));
 
         for (first, last) in
             [(0, 9), (body.len() / 3, (body.len() / 3 + 100_000).min(body.len() - 1)), (body.len() - 1, body.len() - 1)]

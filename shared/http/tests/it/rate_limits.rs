@@ -131,22 +131,26 @@ async fn reads_are_counted_by_the_read_units_they_answer() {
     let stored = send(&backend, Operation::CreateCall, request(Operation::CreateCall, Some(&key), &q, &body)).await;
     assert_eq!(stored.status, 201, "{}", stored.body);
     let id = stored.body["id"].as_u64().unwrap().to_string();
-    let read = |path: &'static str| {
-        let r = read_request(Method::GET, path, &[("id", &id)], Some(&key), &[("workspace_id", w.as_str())]);
-        let backend = &backend;
-        let endpoint = if path.ends_with("/raw") { Endpoint::GetRawCall } else { Endpoint::CallRevisions };
-        async move { call_ingest_http::handle(backend, endpoint, r).await.status().as_u16() }
-    };
     let second = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    // Three reads inside one wall-clock second (tried again if a second boundary fell between).
+    // Three reads inside one wall-clock second (tried again if a second boundary fell
+    // between), each try by a fresh instance: the units a read answers beyond its first are
+    // reported with the instance's next read, so a try that crossed a second would carry
+    // them into the next.
     let within_a_second = |path: &'static str| {
-        let read = &read;
+        let (t, id, key, w) = (&t, &id, &key, &w);
+        let endpoint = if path.ends_with("/raw") { Endpoint::GetRawCall } else { Endpoint::CallRevisions };
         async move {
             loop {
+                let backend = t.backend(&[("RATE_LIMIT_PER_SECOND", "1000")]);
+                let read = || {
+                    let r = read_request(Method::GET, path, &[("id", id)], Some(key), &[("workspace_id", w.as_str())]);
+                    call_ingest_http::handle(&backend, endpoint, r)
+                };
                 let into_second = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
                 tokio::time::sleep(Duration::from_millis(1005 - u64::from(into_second.subsec_millis()))).await;
                 let started = second();
-                let statuses = [read(path).await, read(path).await, read(path).await];
+                let statuses =
+                    [read().await.status().as_u16(), read().await.status().as_u16(), read().await.status().as_u16()];
                 if second() == started {
                     return statuses;
                 }
