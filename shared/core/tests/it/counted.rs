@@ -18,11 +18,35 @@ fn scan_then_parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: Layout) 
     serde_json::from_slice(body).map_err(|e| Rejection::Unreadable(BodyError::from_json(&e)))
 }
 
-/// The values a counted parse that read `body` whole counted, and the scan's: the same.
+/// The values a counted parse that read `body` whole counted, and the scan's: the same;
+/// and a parse stopped past a limit where the scan refuses.
 fn same_values<T: serde::de::DeserializeOwned>(body: &[u8], layout: Layout, shown: &dyn Fn() -> String) {
-    if let Counted::Parsed(_, values) = counted::parse::<T>(body, layout) {
-        assert_eq!(Some(values), counts::check(body, layout).ok(), "values counted: {}", shown());
+    let name = layout.segments;
+    match counted::parse::<T>(body, layout) {
+        Counted::Parsed(_, values) => {
+            assert_eq!(Ok(values), counts::check(body, layout), "values counted ({name:?}): {}", shown())
+        }
+        Counted::Over(_) => assert!(counts::check(body, layout).is_err(), "refused ({name:?}): {}", shown()),
+        Counted::Unsure => {}
     }
+}
+
+/// The count itself, against the weights the limit documents: a value 1, an array or
+/// object 3 more, a member 2 more; a word's own fields count as words, not values.
+#[test]
+fn values_are_counted_by_their_weights() {
+    let counted = |body: &str, layout| match counted::parse::<Free>(body.as_bytes(), layout) {
+        Counted::Parsed(_, values) => values,
+        other => panic!("{body}: {other:?}"),
+    };
+    // {} 4, "a" 2, [] 4, 1 and "x" 1 each.
+    assert_eq!(counted(r#"{"a":[1,"x"]}"#, Layout::PROVIDER_PAYLOAD), 12);
+    // {} 4, a member 2 with its list 4, a segment 4 with a member 2 and its list 4: 20;
+    // the word and its fields are words; a repeated field is a member (2) and a value (1).
+    let body = r#"{"transcript_with_tool_calls":[{"words":[{"word":"a","start_ms":1,"end_ms":2,"confidence":0.5}]}]}"#;
+    assert_eq!(counted(body, Layout::CREATE_CALL), 20);
+    let repeated = body.replace(r#""word":"a","#, r#""word":"a","word":"b","#);
+    assert_eq!(counted(&repeated, Layout::CREATE_CALL), 23);
 }
 
 fn same(body: &[u8]) {
