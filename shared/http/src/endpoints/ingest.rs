@@ -213,7 +213,8 @@ pub(crate) async fn store_call(
     tracing::warn!(reason = %failed, "call not committed now; kept as pending");
     let elapsed = Duration::from_millis(call_ingest_store::calls::now_ms().saturating_sub(received));
     let keep = answer_by.map_or(keep, |by| by.saturating_sub(elapsed).clamp(keep, KEEP_WITHIN.max(keep)));
-    let pending = keep_pending(keep, || backend.store().put_pending(owner, operation, &call_id, raw, &receipt));
+    let paced = pace == Pace::Later;
+    let pending = keep_pending(keep, || backend.store().put_pending(owner, operation, &call_id, raw, &receipt, paced));
     match pending.await {
         Ok(Ok(_)) => {
             log.accepted = true;

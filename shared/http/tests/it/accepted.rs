@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::requests::*;
 use call_ingest_core::Operation;
-use call_ingest_store::calls::pending::PREFIX;
+use call_ingest_store::calls::pending::{is_paced, PREFIX};
 use call_ingest_store::directory::scopes::Scopes;
 use serde_json::json;
 use testkit::{two_workspaces, TwoWorkspaces};
@@ -59,7 +59,9 @@ async fn a_call_dynamodb_cannot_take_is_accepted_then_committed_once_it_returns(
     let a = post_b(&f, "while-down").await;
     assert!(started.elapsed() < Duration::from_secs(8), "answered within a one-shot client's patience");
     assert_eq!((a.status, a.body.clone()), (202, json!({"provider_call_id": "while-down", "status": "accepted"})));
-    assert_eq!(pending(&f).await.len(), 1, "durable in S3 before the answer");
+    let keys = pending(&f).await;
+    assert_eq!(keys.len(), 1, "durable in S3 before the answer");
+    assert!(!is_paced(&keys[0]), "counted when it came: not paced again ({})", keys[0]);
     // Still down: the sweep leaves it pending.
     assert_eq!(sweep_within(&f, 3).await.left, 1);
     f.t.clear_faults(&f.t.calls);

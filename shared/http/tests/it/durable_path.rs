@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use crate::accepted::{pending, post_status, statuses, sweep, sweep_within, Q};
 use crate::requests::*;
 use call_ingest_core::Operation;
-use call_ingest_store::calls::pending::{EXPIRES_AFTER, FAILED_PREFIX};
+use call_ingest_store::calls::pending::{is_paced, MayCommit, EXPIRES_AFTER, FAILED_PREFIX, PACED};
+use call_ingest_store::calls::StoreError;
 use call_ingest_store::calls::{now_ms, Owner, Receipt};
 use call_ingest_store::directory::scopes::Scopes;
 use serde_json::{json, Value};
@@ -47,25 +48,37 @@ async fn copy(f: &TwoWorkspaces, from: &str, to: &str) {
     f.t.s3.copy_object().bucket(&f.t.bucket).copy_source(source).key(to).send().await.unwrap();
 }
 
-/// Finding 1: a commit takes a send of its workspace's budget; a counter it cannot write
-/// (in AWS: refused, the committer had no right on it) is a failure that brings the queue's
-/// message back, never "paced" (the message deleted, the call never stored).
+/// Finding 1: a paced copy's commit takes a send of its workspace's budget; a counter it
+/// cannot write (in AWS: refused, the committer had no right on it) is a failure that
+/// brings the queue's message back, never "paced" (the message deleted, the call never
+/// stored). A copy left by an outage asks no budget: the broken counter does not hold it.
 #[tokio::test]
 async fn a_commit_whose_budget_cannot_be_taken_fails_and_is_never_counted_as_paced() {
     let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
     f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
     assert_eq!(post_status(&f, "unpaced", "a").await.status, 202);
+    let outage = pending(&f).await.remove(0);
+    assert_eq!(post_status(&f, "paced", "b").await.status, 202);
     f.t.clear_faults(&f.t.calls);
-    let key = pending(&f).await.remove(0);
+    // The second as a send over its workspace's budget would have left it.
+    let sent = pending(&f).await.into_iter().find(|k| *k != outage).unwrap();
+    let key = format!("{sent}{PACED}");
+    copy(&f, &sent, &key).await;
+    f.t.s3.delete_object().bucket(&f.t.bucket).key(&sent).send().await.unwrap();
     f.t.fault(json!({"op": "UpdateItem", "fault": "invalid", "table": f.t.directory, "times": 1000}));
     let deadline = Instant::now() + Duration::from_secs(20);
+    let done = f.backend.commit_notified(&outage, deadline).await.unwrap();
+    assert_eq!((done.sweep.committed, done.paced), (1, false), "{done:?}");
     assert!(f.backend.commit_notified(&key, deadline).await.is_err(), "the message must come back");
     let swept = sweep_within(&f, 1).await;
     assert_eq!((swept.committed, swept.left), (0, 1), "{swept:?}");
     f.t.clear_faults(&f.t.directory);
     let done = f.backend.commit_notified(&key, Instant::now() + Duration::from_secs(20)).await.unwrap();
     assert_eq!((done.sweep.committed, done.paced), (1, false), "{done:?}");
-    assert_eq!(statuses(&f, "unpaced").await, ["a"]);
+    assert_eq!(
+        (statuses(&f, "unpaced").await, statuses(&f, "paced").await),
+        (vec!["a".to_owned()], vec!["b".to_owned()])
+    );
     f.t.delete().await;
 }
 
@@ -115,7 +128,7 @@ async fn a_stalled_erase_never_reaches_a_call_or_a_pending_send_that_came_after_
         let (_, raw) = testkit::small_call("stalled", "sent after the erase");
         let owner = Owner { workspace_id: 1, agent_id: &agent };
         let receipt = Receipt::now().unwrap();
-        let key = store.put_pending(owner, Operation::CreateCall, "stalled", &raw, &receipt).await.unwrap();
+        let key = store.put_pending(owner, Operation::CreateCall, "stalled", &raw, &receipt, false).await.unwrap();
         (erased, anew, key)
     };
     let ((erased, anew, key), stale) = tokio::join!(first_then_more, stalled);
@@ -222,7 +235,7 @@ async fn a_pending_send_received_after_a_direct_one_is_current_whenever_it_commi
     let received = now_ms() - 5_000;
     let (direct, later) = (Receipt::new(received).unwrap(), Receipt::new(received + 50).unwrap());
     let store = f.backend.store();
-    store.put_pending(owner, Operation::CreateCall, "clock", &raw_b, &later).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "clock", &raw_b, &later, false).await.unwrap();
     store.put_call_within(owner, &doc_a, &raw_a, &direct, Duration::from_secs(4)).await.unwrap();
     assert_eq!(sweep(&f).await.committed, 1);
     let call = store.get_call(1, "clock", true).await.unwrap().unwrap();
@@ -250,7 +263,7 @@ async fn a_pending_copy_stays_below_a_later_send_a_slower_direct_one_landed_over
     let within = Duration::from_secs(4);
     let receipt = |at: u64| Receipt::new(at).unwrap();
     store.put_call_within(owner, &doc_a, &raw_a, &receipt(t0 - 100), within).await.unwrap();
-    store.put_pending(owner, Operation::CreateCall, "slower", &raw_p, &receipt(t0 + 10)).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "slower", &raw_p, &receipt(t0 + 10), false).await.unwrap();
     store.put_call_within(owner, &doc_d, &raw_d, &receipt(t0 + 20), within).await.unwrap();
     let c = store.put_call_within(owner, &doc_c, &raw_c, &receipt(t0), within).await.unwrap();
     assert_eq!(c.revision, 3, "C lands over D: {c:?}");
@@ -297,7 +310,10 @@ async fn a_pending_copy_is_a_replay_only_of_the_content_current_at_its_receipt()
             store.put_call_within(owner, &doc, &bytes, &Receipt::new(t0 + received).unwrap(), within).await.unwrap();
         }
         let (_, copy) = raw(pending);
-        store.put_pending(owner, Operation::CreateCall, call_id, &copy, &Receipt::new(t0 + at).unwrap()).await.unwrap();
+        store
+            .put_pending(owner, Operation::CreateCall, call_id, &copy, &Receipt::new(t0 + at).unwrap(), false)
+            .await
+            .unwrap();
         assert_eq!(sweep(&f).await.committed, 1, "{call_id}");
         let call = store.get_call(1, call_id, true).await.unwrap().unwrap();
         let last_sent = raw(sends.last().unwrap().0).1;
@@ -321,9 +337,9 @@ async fn a_calls_pending_copies_on_two_listing_pages_commit_in_order() {
     let (_, newer) = testkit::small_call("paged", "newer");
     let received = now_ms() - 10_000;
     let receipt = Receipt::new(received).unwrap();
-    let first = store.put_pending(owner, Operation::CreateCall, "paged", &older, &receipt).await.unwrap();
+    let first = store.put_pending(owner, Operation::CreateCall, "paged", &older, &receipt, false).await.unwrap();
     let second = Receipt::new(received + 1).unwrap();
-    store.put_pending(owner, Operation::CreateCall, "paged", &newer, &second).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "paged", &newer, &second, false).await.unwrap();
     // 999 keys that sort before the call's and are not due yet: the call's two copies are
     // the 1,000th and 1,001st keys of the listing, on two pages.
     let (folder, _) = first.rsplit_once('/').unwrap();
@@ -368,7 +384,7 @@ async fn tombstones_outlive_every_pending_copy_and_old_copies_go_to_failed() {
     let owner = Owner { workspace_id: 1, agent_id: &agent };
     let (_, raw) = testkit::small_call("aged-2", "x");
     let old = Receipt::new(now_ms() - EXPIRES_AFTER.as_millis() as u64 - 1000).unwrap();
-    f.backend.store().put_pending(owner, Operation::CreateCall, "aged-2", &raw, &old).await.unwrap();
+    f.backend.store().put_pending(owner, Operation::CreateCall, "aged-2", &raw, &old, false).await.unwrap();
     let swept = sweep(&f).await;
     assert_eq!((swept.unreadable, swept.committed), (1, 0), "{swept:?}");
     let objects = f.t.objects().await;
@@ -432,7 +448,7 @@ async fn crowded(f: &TwoWorkspaces, call_id: &str, copies: usize) -> u64 {
     stream::iter(0..copies)
         .for_each_concurrent(8, |_| async {
             let receipt = Receipt::now().unwrap();
-            store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt).await.unwrap();
+            store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt, false).await.unwrap();
         })
         .await;
     id
@@ -492,7 +508,7 @@ async fn an_erase_reaches_frames_no_item_names_written_before_it_and_a_late_one_
     // A send answered 202 whose frame is not written yet.
     let (_, raw) = testkit::small_call("unseen", "pending");
     let receipt = Receipt::new(now_ms()).unwrap();
-    store.put_pending(owner, Operation::CreateCall, "unseen", &raw, &receipt).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "unseen", &raw, &receipt, false).await.unwrap();
     // Older than the erase by more than a send may still be in flight (FRAME_SKEW, 20 s;
     // S3's clock keeps seconds).
     tokio::time::sleep(Duration::from_millis(21_200)).await;
@@ -528,7 +544,7 @@ async fn a_pending_copy_whose_direct_write_landed_after_an_erase_keeps_the_call_
     store.erase_call(1, "over-tomb", id).await.unwrap();
     let stored = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await.unwrap();
     assert!(stored.is_new());
-    store.put_pending(owner, Operation::CreateCall, "over-tomb", &raw, &receipt).await.unwrap();
+    store.put_pending(owner, Operation::CreateCall, "over-tomb", &raw, &receipt, false).await.unwrap();
     let swept = sweep(&f).await;
     assert_eq!((swept.erased, swept.left), (0, 0), "{swept:?}");
     assert!(reads_as(&f, "over-tomb", &body).await, "the call its direct write created reads whole");
@@ -627,7 +643,7 @@ async fn two_erases_at_once_drop_the_send_received_between_them() {
         fired(held).await;
         let receipt = Receipt::new(now_ms()).unwrap();
         let raw = serde_json::to_vec(&large_body("twice", 9)).unwrap();
-        store.put_pending(owner, Operation::CreateCall, "twice", &raw, &receipt).await.unwrap();
+        store.put_pending(owner, Operation::CreateCall, "twice", &raw, &receipt, false).await.unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
         f.t.fault(listing(2.8));
         let later = store.erase_call(1, "twice", id).await;
@@ -672,7 +688,7 @@ async fn a_send_the_erase_removed_is_not_committed_again_by_its_pending_copy() {
         let receipt = Receipt::new(now_ms()).unwrap();
         // The direct write lands, but its answer gave up (202): the copy is kept after it.
         let stored = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4)).await.unwrap();
-        store.put_pending(owner, Operation::CreateCall, "removed", &raw, &receipt).await.unwrap();
+        store.put_pending(owner, Operation::CreateCall, "removed", &raw, &receipt, false).await.unwrap();
         stored
     };
     let (erased, stored) = tokio::join!(erase, send);
@@ -715,7 +731,7 @@ async fn a_send_creating_the_call_anew_after_the_burial_keeps_its_frame() {
         while f.t.fired(listing) == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        store.put_pending(owner, Operation::CreateCall, "anew", &raw, &receipt).await.unwrap();
+        store.put_pending(owner, Operation::CreateCall, "anew", &raw, &receipt, false).await.unwrap();
     };
     let (erased, ()) = tokio::join!(erase, copy);
     assert!(erased.is_ok(), "{erased:?}");
@@ -789,7 +805,7 @@ async fn dropped_copy_then_its_direct_write(
         while f.t.fired(listing) == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt).await.unwrap();
+        store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt, false).await.unwrap();
     };
     let (erased, ()) = tokio::join!(erase, copy);
     assert!(erased.is_ok(), "{erased:?}");
@@ -892,7 +908,7 @@ async fn a_send_whose_budget_ends_while_its_unused_frame_is_removed_keeps_its_ve
     assert_eq!(other.revision, 2, "{other:?}");
     assert_eq!(f.t.fired(removal), 1, "D's frame was removed: {d:?}");
     if d.is_err() {
-        store.put_pending(owner, Operation::CreateCall, call_id, &a, &receipt).await.unwrap();
+        store.put_pending(owner, Operation::CreateCall, call_id, &a, &receipt, false).await.unwrap();
     }
     let later = post(&f, &large_body(call_id, 14)).await;
     assert_eq!(later.status, 200, "{}", later.body);
@@ -924,7 +940,7 @@ async fn copy_again(f: &TwoWorkspaces, call_id: &str, body: &Value, receipt: &Re
     let agent = owner_agent(f).await;
     let owner = Owner { workspace_id: 1, agent_id: &agent };
     let raw = serde_json::to_vec(body).unwrap();
-    f.backend.store().put_pending(owner, Operation::CreateCall, call_id, &raw, receipt).await.unwrap();
+    f.backend.store().put_pending(owner, Operation::CreateCall, call_id, &raw, receipt, false).await.unwrap();
 }
 
 /// Whether the call reads whole, revisions included, with `current` as its content and
@@ -1154,7 +1170,7 @@ async fn a_stage_landing_over_a_later_report_leaves_later_reports_of_its_stage_o
     let call_id = ended.call_id().to_owned();
     for raw in [&a1, &a2] {
         let receipt = Receipt::new(now_ms()).unwrap();
-        store.put_pending(owner, operation, &call_id, raw, &receipt).await.unwrap();
+        store.put_pending(owner, operation, &call_id, raw, &receipt, false).await.unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(store.put_call(owner, &ended, ended_raw).await.unwrap().is_new());
@@ -1185,7 +1201,10 @@ async fn an_api_send_between_a_providers_stages_is_stored_once_beside_both() {
     assert!(store.put_call(owner, &analyzed, analyzed_raw).await.unwrap().is_new());
     tokio::time::sleep(Duration::from_millis(5)).await;
     let y = serde_json::to_vec(&large_body(&call_id, 15)).unwrap();
-    store.put_pending(owner, Operation::CreateCall, &call_id, &y, &Receipt::new(now_ms()).unwrap()).await.unwrap();
+    store
+        .put_pending(owner, Operation::CreateCall, &call_id, &y, &Receipt::new(now_ms()).unwrap(), false)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     store.put_call(owner, &ended, ended_raw).await.unwrap();
     assert_eq!(sweep(&f).await.committed, 1);
@@ -1221,4 +1240,49 @@ async fn stages_sent_again_in_order_after_an_erase_are_both_stored() {
     use call_ingest_store::calls::Outcome;
     let outcomes = stages_after_an_erase(["call_ended", "call_analyzed"]).await;
     assert_eq!(outcomes, [Outcome::Created, Outcome::Revised]);
+}
+
+/// A call accepted while storage failed was counted against its workspace's send budget
+/// when it came in: its commit takes nothing from the budget, so a backlog an outage left
+/// is committed at once, even while the workspace's budget is spent (its new sends use
+/// it). Only paced copies (sent over the budget) wait for room.
+#[tokio::test]
+async fn a_backlog_left_by_an_outage_is_committed_without_waiting_for_the_send_budget() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let store = f.backend.store();
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let mut paced = Vec::new();
+    for (call_id, over_budget) in
+        [("down-0", false), ("down-1", false), ("down-2", false), ("over-0", true), ("over-1", true)]
+    {
+        let (_, raw) = testkit::small_call(call_id, "kept while it could not be committed");
+        let receipt = Receipt::now().unwrap();
+        let key = store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt, over_budget).await.unwrap();
+        assert_eq!(is_paced(&key), over_budget, "{key}");
+        if over_budget {
+            paced.push(key);
+        }
+    }
+    // The workspace's budget has no room for the whole sweep.
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let spent: &MayCommit<'_> = &|_| {
+        asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(async { Ok::<_, StoreError>(false) })
+    };
+    let sweep = store.sweep_pending(now_ms() + 1, Instant::now() + Duration::from_millis(1500), spent).await.unwrap();
+    assert_eq!((sweep.committed, sweep.left), (3, 2), "{sweep:?}");
+    assert!(asked.load(std::sync::atomic::Ordering::Relaxed) > 0, "the paced copies asked the budget");
+    let mut left = pending(&f).await;
+    left.sort();
+    paced.sort();
+    assert_eq!(left, paced, "only the paced copies wait");
+    for call_id in ["down-0", "down-1", "down-2"] {
+        assert!(store.get_call(1, call_id, false).await.unwrap().is_some(), "{call_id} committed");
+    }
+    // With room, the paced ones follow.
+    let room: &MayCommit<'_> = &|_| Box::pin(async { Ok::<_, StoreError>(true) });
+    let sweep = store.sweep_pending(now_ms() + 1, Instant::now() + Duration::from_secs(20), room).await.unwrap();
+    assert_eq!((sweep.committed, sweep.left), (2, 0), "{sweep:?}");
+    f.t.delete().await;
 }

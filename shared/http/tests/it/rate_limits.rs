@@ -10,7 +10,7 @@ use crate::requests::*;
 use call_ingest_core::Operation;
 use call_ingest_http::Endpoint;
 use call_ingest_store::calls::item::get_s;
-use call_ingest_store::calls::pending::PREFIX;
+use call_ingest_store::calls::pending::{is_paced, PREFIX};
 use call_ingest_store::directory::limits::FLOOD_FACTOR;
 use call_ingest_store::directory::scopes::Scopes;
 use lambda_http::http::Method;
@@ -66,9 +66,10 @@ async fn a_workspace_over_its_send_budget_is_accepted_and_only_a_flood_gets_429(
     // Stored now: the budget (plus the one each instance takes uncounted) in each second.
     assert!(created.len() as u64 <= 2 * seconds, "{} stored in {seconds} s", created.len());
     assert_eq!(heads().await, created.len());
-    // The accepted ones are pending; the refused one is nowhere.
-    let pending = t.objects().await.into_iter().filter(|k| k.starts_with(PREFIX)).count();
-    assert_eq!(pending, accepted.len());
+    // The accepted ones are pending, each waiting for the budget; the refused one is nowhere.
+    let pending: Vec<String> = t.objects().await.into_iter().filter(|k| k.starts_with(PREFIX)).collect();
+    assert_eq!(pending.len(), accepted.len());
+    assert!(pending.iter().all(|k| is_paced(k)), "{pending:?}");
     // The other workspace is not held back.
     for i in 0..3 {
         assert_eq!(post(w2, &keys[1], &format!("d-{i}")).await.status, 201);

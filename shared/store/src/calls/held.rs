@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::pending::{FAILED_PREFIX, PREFIX};
+use super::pending::{FAILED_PREFIX, PACED, PREFIX};
 use super::{now_ms, Receipt, Store, StoreError};
 use call_ingest_core::call::{hex, Operation};
 
@@ -101,7 +101,7 @@ impl Store {
         if let Some(named) = hold.named {
             metadata.insert("named".to_owned(), hex(named.as_bytes()));
         }
-        self.put_copy(HELD_PREFIX, hold.workspace_id, hold.call_id, raw, receipt, metadata).await
+        self.put_copy(HELD_PREFIX, hold.workspace_id, hold.call_id, raw, receipt, metadata, "").await
     }
 
     /// The reports held for `workspace_id`, oldest first per call.
@@ -259,7 +259,8 @@ impl Store {
             ("operation".to_owned(), held.operation.clone()),
             (super::pending::SINCE.to_owned(), now_ms().to_string()),
         ]);
-        let pending = format!("{PREFIX}{}", strip(&held.key));
+        // Paced: a release of many reports is committed at the workspace's rate.
+        let pending = format!("{PREFIX}{}{PACED}", strip(&held.key));
         // Looked at even when the move failed part-way (copied, not deleted from held/).
         let moved = self.frames.move_object(&held.key, &pending, Some(metadata)).await;
         // An erase of its call marks the head, then lists `pending/` and `held/`: it may have

@@ -4,7 +4,9 @@
 //! `put_call`, then deletes it.
 //!
 //! Key: `pending/<workspace>/<sha256 of the provider call id, 32 hex>/<received ms>-<token>`,
-//! so an erase finds a call's pending submissions by prefix. The object is the request body
+//! so an erase finds a call's pending submissions by prefix; [`PACED`] ends the key of a
+//! submission its workspace's send budget held back (or a held report released), the only
+//! ones committed at the workspace's rate. The object is the request body
 //! as received (decompressed), with the submission's identity as metadata: workspace,
 //! agent, operation, provider call id (hex), received time. Committing runs the pipeline
 //! again on the body (it was valid when received, and the pipeline is deterministic).
@@ -49,6 +51,19 @@ pub enum Committed {
     /// The object cannot be committed (its identity or body is unreadable): kept aside
     /// under `failed/` for an operator, counted in the log.
     Unreadable,
+}
+
+/// Ends the key of a pending copy that waits for its workspace's send budget: a send over
+/// the budget, or a held report released (a burst of them is committed at the workspace's
+/// rate). A copy without it was counted against the budget when its request came in, and
+/// is pending only because storage failed: committing it takes nothing from the budget, so
+/// a backlog left by an outage is committed as fast as storage allows, not a second time
+/// at the budget's pace behind the workspace's new sends.
+pub const PACED: &str = "-paced";
+
+/// Whether the pending copy at `key` waits for its workspace's send budget ([`PACED`]).
+pub fn is_paced(key: &str) -> bool {
+    key.ends_with(PACED)
 }
 
 /// The metadata of a pending copy that was a held report: since when it is pending (epoch ms).
@@ -110,6 +125,7 @@ pub(super) fn call_folder(workspace_id: u64, call_id: &str) -> String {
 /// The submission a pending key names: its token and received time.
 pub(super) fn receipt_of(key: &str) -> Option<Receipt> {
     let name = key.rsplit('/').next()?;
+    let name = name.strip_suffix(PACED).unwrap_or(name);
     let (received, token) = name.split_once('-')?;
     Some(Receipt { token: token.to_owned(), received_ms: received.parse().ok()? })
 }
@@ -135,7 +151,8 @@ pub fn by_call<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<Vec<&'a str>> {
 
 impl Store {
     /// Makes a submission received at `received` (epoch ms, when its request arrived)
-    /// durable as pending; answers its key.
+    /// durable as pending; answers its key. `paced`: its workspace was over its send budget
+    /// ([`PACED`]), rather than storage failing.
     pub async fn put_pending(
         &self,
         owner: Owner<'_>,
@@ -143,6 +160,7 @@ impl Store {
         call_id: &str,
         raw: &[u8],
         receipt: &Receipt,
+        paced: bool,
     ) -> Result<String, StoreError> {
         let metadata = HashMap::from([
             ("workspace".to_owned(), owner.workspace_id.to_string()),
@@ -150,11 +168,13 @@ impl Store {
             ("operation".to_owned(), operation.key()),
             ("call-id".to_owned(), hex(call_id.as_bytes())),
         ]);
-        self.put_copy(PREFIX, owner.workspace_id, call_id, raw, receipt, metadata).await
+        let end = if paced { PACED } else { "" };
+        self.put_copy(PREFIX, owner.workspace_id, call_id, raw, receipt, metadata, end).await
     }
 
     /// Writes a submission's body as received under `prefix` (`pending/`, `held/`), in its
-    /// call's folder, named by its receipt, with `metadata`; answers its key.
+    /// call's folder, named by its receipt (then `end`), with `metadata`; answers its key.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn put_copy(
         &self,
         prefix: &str,
@@ -163,9 +183,10 @@ impl Store {
         raw: &[u8],
         receipt: &Receipt,
         metadata: HashMap<String, String>,
+        end: &str,
     ) -> Result<String, StoreError> {
-        let key =
-            format!("{prefix}{}{:013}-{}", call_folder(workspace_id, call_id), receipt.received_ms, receipt.token);
+        let folder = call_folder(workspace_id, call_id);
+        let key = format!("{prefix}{folder}{:013}-{}{end}", receipt.received_ms, receipt.token);
         let result = self
             .frames
             .client()
@@ -315,7 +336,8 @@ impl Store {
         let workspace_id = keys.first().and_then(|k| workspace_of(k));
         let is_full = |ws: u64| full.lock().unwrap_or_else(|p| p.into_inner()).contains(&ws);
         for (i, key) in keys.iter().enumerate() {
-            let over = match workspace_id {
+            // Only a paced copy waits for the budget: the others were counted when they came.
+            let over = match workspace_id.filter(|_| is_paced(key)) {
                 Some(ws) if is_full(ws) => true,
                 Some(ws) => match may_commit(ws).await {
                     Ok(true) => false,
@@ -578,6 +600,10 @@ mod tests {
         let (ws, agent, op, call_id) = identity(&metadata).unwrap();
         assert_eq!((ws, agent.as_str(), op, call_id.as_str()), (7, "agt_é", Operation::CreateCall, "c/1 ü"));
         assert_eq!(receipt_of(&key), Some(Receipt { token: "ff00".into(), received_ms: 42 }));
+        let paced = format!("{key}{PACED}");
+        assert_eq!(receipt_of(&paced), receipt_of(&key), "a paced copy is the same submission");
+        assert_eq!((is_paced(&paced), is_paced(&key)), (true, false));
+        assert_eq!(received_ms(&paced), Some(42));
         assert_eq!(unhex("zz"), None);
     }
 }
