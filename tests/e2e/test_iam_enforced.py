@@ -87,6 +87,10 @@ def test_commit_pending_without_its_budget_statement_commits_nothing_until_it_is
     try:
         configure(stack, dict(original, template=f.name))
         stack.faults.add({"op": "*", "fault": "internal", "times": 100000, "table": stack.calls_table})
+        # Nothing reads the copy until it is renamed: a commit that read it meanwhile would
+        # store it once the table is back.
+        stack.faults.add({"service": "s3", "op": "GetObject", "fault": "internal", "times": 100000,
+                          "table": bucket, "contains": folder})
         a = stack.post_create_call(json.dumps(body).encode())
         assert a.status == 202, a
         # Only a paced copy takes a send of the budget (one left by an outage was counted
@@ -95,6 +99,7 @@ def test_commit_pending_without_its_budget_statement_commits_nothing_until_it_is
         kept = next(o["Key"] for o in listed if f"/{folder}/" in o["Key"])
         admin.copy_object(Bucket=bucket, Key=kept + "-paced", CopySource={"Bucket": bucket, "Key": kept})
         admin.delete_object(Bucket=bucket, Key=kept)
+        stack.faults.clear(table=bucket)
         stack.faults.clear(table=stack.calls_table)
         time.sleep(12)  # the queue's commit and two sweeps (every 5 s locally)
         assert stack.get_call("iam-no-budget") is None, "committed without the right to take its budget"

@@ -4,11 +4,12 @@
 //! - **the queue** (SQS, fed by S3's notification of each pending object): commits that
 //!   submission within seconds, with the older ones of its call before it. A message whose
 //!   commit failed is named in `batchItemFailures` and comes back after the queue's
-//!   visibility timeout; after 5 receipts it goes to the dead-letter queue. A workspace
-//!   over its send budget commits nothing here: the sweep paces it.
+//!   visibility timeout; after 5 receipts it goes to the dead-letter queue. A paced copy
+//!   (a send over its workspace's budget) of a workspace still over it commits nothing
+//!   here: the sweep paces it.
 //! - **the schedule** (EventBridge, every minute): a sweep commits every pending
-//!   submission left, oldest first, each workspace at the rate of its send budget, going
-//!   round while any is left, and starts no commit after 30 s of its 60 s timeout. It also catches what the queue lost or dead-lettered:
+//!   submission left, oldest first, the workspaces in turn, the paced copies at the rate of
+//!   their workspace's send budget, going round while any is left, and starts no commit after 30 s of its 60 s timeout. It also catches what the queue lost or dead-lettered:
 //!   the object stays in S3 until it is committed. Alongside, it releases the webhook
 //!   reports held for want of an agent whose agent now exists (`calls::held`): they become
 //!   pending, and the queue commits them within seconds.

@@ -114,7 +114,7 @@ impl Backend {
     }
 
     /// Commits the pending submissions received before `before_ms` (the committer's sweep),
-    /// each workspace at the rate of its send budget.
+    /// the paced ones at the rate of their workspace's send budget.
     pub async fn sweep_pending(
         &self,
         before_ms: u64,
@@ -145,7 +145,8 @@ impl Backend {
     }
 
     /// Commits the pending submission at `key` that S3 announced through the queue (and
-    /// the older ones of its call), unless its workspace is over its send budget.
+    /// the older ones of its call), unless it is paced and its workspace is over its send
+    /// budget.
     pub async fn commit_notified(
         &self,
         key: &str,

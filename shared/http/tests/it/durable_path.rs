@@ -62,6 +62,7 @@ async fn a_commit_whose_budget_cannot_be_taken_fails_and_is_never_counted_as_pac
     f.t.clear_faults(&f.t.calls);
     // The second as a send over its workspace's budget would have left it.
     let sent = pending(&f).await.into_iter().find(|k| *k != outage).unwrap();
+    assert!(!is_paced(&sent), "{sent}");
     let key = format!("{sent}{PACED}");
     copy(&f, &sent, &key).await;
     f.t.s3.delete_object().bucket(&f.t.bucket).key(&sent).send().await.unwrap();
@@ -1270,7 +1271,7 @@ async fn a_backlog_left_by_an_outage_is_committed_without_waiting_for_the_send_b
         asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Box::pin(async { Ok::<_, StoreError>(false) })
     };
-    let sweep = store.sweep_pending(now_ms() + 1, Instant::now() + Duration::from_millis(1500), spent).await.unwrap();
+    let sweep = store.sweep_pending(now_ms() + 1, Instant::now() + Duration::from_secs(4), spent).await.unwrap();
     assert_eq!((sweep.committed, sweep.left), (3, 2), "{sweep:?}");
     assert!(asked.load(std::sync::atomic::Ordering::Relaxed) > 0, "the paced copies asked the budget");
     let mut left = pending(&f).await;
@@ -1284,5 +1285,47 @@ async fn a_backlog_left_by_an_outage_is_committed_without_waiting_for_the_send_b
     let room: &MayCommit<'_> = &|_| Box::pin(async { Ok::<_, StoreError>(true) });
     let sweep = store.sweep_pending(now_ms() + 1, Instant::now() + Duration::from_secs(20), room).await.unwrap();
     assert_eq!((sweep.committed, sweep.left), (2, 0), "{sweep:?}");
+    f.t.delete().await;
+}
+
+/// One call with an older paced copy and a newer unpaced one: the newer waits behind the
+/// older while the budget is spent (their order is kept), and with room both are committed
+/// in order, the newer current. A sweep of unpaced copies alone never asks the budget.
+#[tokio::test]
+async fn a_calls_unpaced_copy_waits_behind_its_older_paced_one() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let store = f.backend.store();
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let t0 = now_ms();
+    for (at, status, paced) in [(0, "older", true), (10, "newer", false)] {
+        let mut body = create_call_body("mixed");
+        body["call_status"] = json!(status);
+        let raw = serde_json::to_vec(&body).unwrap();
+        store
+            .put_pending(owner, Operation::CreateCall, "mixed", &raw, &Receipt::new(t0 + at).unwrap(), paced)
+            .await
+            .unwrap();
+    }
+    let spent: &MayCommit<'_> = &|_| Box::pin(async { Ok::<_, StoreError>(false) });
+    let sweep = store.sweep_pending(t0 + 11, Instant::now() + Duration::from_secs(3), spent).await.unwrap();
+    assert_eq!((sweep.committed, sweep.left), (0, 2), "{sweep:?}");
+    let room: &MayCommit<'_> = &|_| Box::pin(async { Ok::<_, StoreError>(true) });
+    let sweep = store.sweep_pending(t0 + 11, Instant::now() + Duration::from_secs(20), room).await.unwrap();
+    assert_eq!((sweep.committed, sweep.left), (2, 0), "{sweep:?}");
+    assert_eq!(statuses(&f, "mixed").await, ["older", "newer"]);
+
+    let (_, raw) = testkit::small_call("unpaced-only", "x");
+    store
+        .put_pending(owner, Operation::CreateCall, "unpaced-only", &raw, &Receipt::now().unwrap(), false)
+        .await
+        .unwrap();
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let counting: &MayCommit<'_> = &|_| {
+        asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(async { Ok::<_, StoreError>(true) })
+    };
+    let sweep = store.sweep_pending(now_ms() + 1, Instant::now() + Duration::from_secs(20), counting).await.unwrap();
+    assert_eq!((sweep.committed, asked.load(std::sync::atomic::Ordering::Relaxed)), (1, 0), "{sweep:?}");
     f.t.delete().await;
 }

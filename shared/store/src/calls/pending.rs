@@ -149,6 +149,26 @@ pub fn by_call<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<Vec<&'a str>> {
     calls
 }
 
+/// One call's copies from each workspace in turn (each workspace's in the listing's
+/// order): the sweep starts [`SWEEP_PARALLEL`] calls at a time, so a tenant whose backlog
+/// comes first in the listing (`pending/1/` before `pending/2/`) does not hold every slot
+/// while the others wait. Only paced copies ask a budget, which once spread the sweep too.
+fn in_turns(calls: Vec<Vec<&str>>) -> Vec<Vec<&str>> {
+    let mut queues: Vec<(Option<u64>, std::collections::VecDeque<Vec<&str>>)> = Vec::new();
+    for call in calls {
+        let ws = call.first().and_then(|k| workspace_of(k));
+        match queues.iter_mut().find(|(w, _)| *w == ws) {
+            Some((_, queue)) => queue.push_back(call),
+            None => queues.push((ws, std::collections::VecDeque::from([call]))),
+        }
+    }
+    let mut turns = Vec::new();
+    while !queues.is_empty() {
+        queues.retain_mut(|(_, queue)| queue.pop_front().map(|call| turns.push(call)).is_some());
+    }
+    turns
+}
+
 impl Store {
     /// Makes a submission received at `received` (epoch ms, when its request arrived)
     /// durable as pending; answers its key. `paced`: its workspace was over its send budget
@@ -262,11 +282,12 @@ impl Store {
     /// a time; the submissions of one call one after the other, in the order they arrived
     /// (their keys sort by received time), so the last one received ends up current.
     ///
-    /// Each commit first asks `may_commit` whether its workspace may commit now (its send
-    /// budget). A workspace refused is passed over for the rest of the pass (its calls wait,
-    /// holding no slot, and it is asked no more, so its budget is not spent on asking); when
-    /// a pass passed any over, the sweep waits for the next second and goes round again,
-    /// so a backlog is committed at each workspace's rate and no workspace holds up another.
+    /// Calls are started one workspace after another in turn ([`in_turns`]). The commit of
+    /// a paced copy ([`PACED`]) first asks `may_commit` whether its workspace may commit now
+    /// (its send budget). A workspace refused is passed over for the rest of the pass (its
+    /// calls wait, holding no slot, and it is asked no more, so its budget is not spent on
+    /// asking); when a pass passed any over, the sweep waits for the next second and goes
+    /// round again, so a paced backlog is committed at each workspace's rate.
     /// A pass that left calls for another reason (storage still failing) is followed by
     /// another 2 s later, until the deadline.
     pub async fn sweep_pending(
@@ -311,7 +332,7 @@ impl Store {
         let mut sweep = Sweep::default();
         let keys = self.keys_under(PREFIX).await?;
         let keys = keys.iter().map(String::as_str).filter(|k| received_ms(k).is_some_and(|r| r < before_ms));
-        let results: Vec<Sweep> = stream::iter(by_call(keys))
+        let results: Vec<Sweep> = stream::iter(in_turns(by_call(keys)))
             .map(|group| self.commit_in_order(group, deadline, may_commit, full))
             .buffer_unordered(SWEEP_PARALLEL)
             .collect()
@@ -464,9 +485,9 @@ impl Store {
 
     /// Commits the pending submission at `key`, which S3 announced through the queue, and
     /// the older pending submissions of its call before it, oldest first, so the queue
-    /// keeps their order as the sweep does. A workspace over its send budget commits
-    /// nothing here (`paced`): the sweep commits its calls at its rate. An error means the
-    /// message should come back.
+    /// keeps their order as the sweep does. A paced copy of a workspace over its send
+    /// budget commits nothing here (`paced`): the sweep commits it at the workspace's rate.
+    /// An error means the message should come back.
     pub async fn commit_notified(
         &self,
         key: &str,
@@ -583,6 +604,16 @@ mod tests {
         let huge = memory.take(usize::MAX);
         drop(smalls);
         assert!(huge.await.is_some(), "a body past the whole budget runs alone rather than never");
+    }
+
+    #[test]
+    fn the_sweep_takes_one_call_of_each_workspace_in_turn() {
+        let keys = ["pending/1/a/1-x", "pending/1/a/2-x", "pending/1/b/1-x", "pending/1/c/1-x", "pending/2/d/1-x"];
+        let keys = keys.into_iter().chain(["pending/3/e/1-x", "pending/3/f/1-x"]);
+        let turns = in_turns(by_call(keys));
+        let first = |call: &Vec<&str>| call[0].split('/').nth(2).unwrap().to_owned();
+        assert_eq!(turns.iter().map(first).collect::<Vec<_>>(), ["a", "d", "e", "b", "f", "c"]);
+        assert_eq!(turns[0], ["pending/1/a/1-x", "pending/1/a/2-x"], "a call's copies stay together, in order");
     }
 
     #[test]

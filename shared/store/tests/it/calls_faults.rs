@@ -657,6 +657,27 @@ async fn a_release_whose_agent_lookup_fails_leaves_every_report_within_its_deadl
     t.delete().await;
 }
 
+/// A held report released becomes a paced copy: it was counted when it came, but a
+/// release of many long-held reports is committed at its workspace's rate, not at once.
+#[tokio::test]
+async fn a_held_report_released_is_pending_as_a_paced_copy() {
+    use call_ingest_store::calls::held::Hold;
+    use call_ingest_store::calls::pending::{is_paced, PREFIX};
+    use call_ingest_store::calls::Receipt;
+    let t = Tables::new().await;
+    let store = store(&t);
+    let hold =
+        Hold { workspace_id: 1, hook_id: "hook_1", named: None, operation: Operation::CreateCall, call_id: "held" };
+    let (_, raw) = small_call("held", "x");
+    store.put_held(hold, &raw, &Receipt::now().unwrap()).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let released = store.release_held(deadline, |_| async { Ok(Some(OWNER.agent_id.to_owned())) }).await.unwrap();
+    assert_eq!(released.released, 1, "{released:?}");
+    let pending: Vec<String> = t.objects().await.into_iter().filter(|k| k.starts_with(PREFIX)).collect();
+    assert!(pending.len() == 1 && is_paced(&pending[0]), "{pending:?}");
+    t.delete().await;
+}
+
 /// A held report released while its call is erased: the erase marks the call and lists
 /// `pending/` (answered late: the report is still held then), the release moves the report
 /// to `pending/`, and the erase lists `held/` (the report has left it). The release finds
