@@ -357,6 +357,11 @@ impl Store {
         let workspace_id = keys.first().and_then(|k| workspace_of(k));
         let is_full = |ws: u64| full.lock().unwrap_or_else(|p| p.into_inner()).contains(&ws);
         for (i, key) in keys.iter().enumerate() {
+            // Past the deadline, no send of the budget is taken for a commit that will not run.
+            if std::time::Instant::now() >= deadline {
+                sweep.left += keys.len() - i;
+                break;
+            }
             // Only a paced copy waits for the budget: the others were counted when they came.
             let over = match workspace_id.filter(|_| is_paced(key)) {
                 Some(ws) if is_full(ws) => true,
@@ -376,7 +381,7 @@ impl Store {
                 },
                 None => false,
             };
-            if over || std::time::Instant::now() >= deadline {
+            if over {
                 sweep.left += keys.len() - i;
                 break;
             }
