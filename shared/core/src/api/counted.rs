@@ -8,13 +8,19 @@
 //! skips `IgnoredAny` without visiting; here it is read as any value and dropped), so the
 //! counts are the byte scan's (`counts::check`), event for event.
 //!
-//! When the parse fails for another reason (not JSON, not an object), or meets a shape the
-//! wrapper does not count (an enum), the answer is [`Counted::Unsure`]: the caller runs the
-//! byte scan and the plain parse, whose answers (status, pointer, code) stay those of
-//! before. Only bodies that are refused take that path.
+//! Words, most of a call's values, are read unwrapped by [`parse_plain_words`] (operation
+//! B's typed parse): a plain word counts nothing beyond itself, and a word that is not plain
+//! stops the parse before anything is read of what would count ([`plain_words`]).
+//!
+//! When the parse fails for another reason (not JSON, not an object), meets a word that is
+//! not plain, or meets a shape the wrapper does not count (an enum), the answer is
+//! [`Counted::Unsure`]: the caller runs the byte scan and the plain parse, whose answers
+//! (status, pointer, code) stay those of before. Only bodies that are refused, or whose
+//! words are not plain (a word field repeated, of the wrong type, or one the specification
+//! does not name), take that path: linear still, in about twice the time.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
@@ -36,15 +42,65 @@ pub enum Counted<T> {
     Unsure,
 }
 
+thread_local! {
+    /// Set while a counted parse on this thread reads words unwrapped ([`plain_words`]).
+    static PLAIN_WORDS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a counted parse on this thread reads the words of a segment unwrapped: a word
+/// is most of a call's values, and the wrapper's layers around each of its keys and values
+/// cost a fifth of the parse. A plain word (an object of its own fields, each once, holding
+/// what it should: `counts::WORD_FIELDS`) counts nothing but itself, which the array's
+/// element already counted; a word record ([`Record::PLAIN`](super::lenient::Record::PLAIN))
+/// that meets anything else stops the parse before reading it, and the body is judged by
+/// the byte scan and the plain parse ([`Counted::Unsure`]), exactly as before.
+pub fn plain_words() -> bool {
+    PLAIN_WORDS.with(Cell::get)
+}
+
+/// A type whose every word (an element of a segment's `words`) is read by a plain record
+/// ([`Record::PLAIN`](super::lenient::Record::PLAIN)), so that [`parse_plain_words`] may
+/// read its words unwrapped. Any other type's words are counted through the wrapper.
+pub trait PlainWords {}
+
+impl PlainWords for super::CreateCall {}
+
+/// Words are read unwrapped while this lives.
+struct Unwrapped;
+
+impl Unwrapped {
+    fn start() -> Unwrapped {
+        PLAIN_WORDS.with(|p| p.set(true));
+        Unwrapped
+    }
+}
+
+impl Drop for Unwrapped {
+    fn drop(&mut self) {
+        PLAIN_WORDS.with(|p| p.set(false));
+    }
+}
+
+/// [`parse`], reading the words unwrapped ([`plain_words`]).
+pub fn parse_plain_words<'de, T: de::Deserialize<'de> + PlainWords>(body: &'de [u8], layout: Layout) -> Counted<T> {
+    read(body, layout, layout.words)
+}
+
 /// Reads `body` as `T`, counting as it goes.
 pub fn parse<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout) -> Counted<T> {
+    read(body, layout, false)
+}
+
+fn read<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout, plain_words: bool) -> Counted<T> {
     // Checked whole, at once: serde_json then takes each string as it is, where reading
     // from bytes checks every string on its own (a call is mostly short strings: about a
     // tenth of the parse). A body that is not UTF-8 is not JSON: judged as before.
     let Ok(text) = std::str::from_utf8(body) else { return Counted::Unsure };
-    let state = State { tally: RefCell::new(Tally::stopping(layout)), stop: RefCell::new(None) };
+    let state = State { tally: RefCell::new(Tally::stopping(layout)), stop: RefCell::new(None), plain_words };
     let mut de = serde_json::Deserializer::from_str(text);
+    let unwrapped = plain_words.then(Unwrapped::start);
     let parsed = T::deserialize(Wrap { inner: &mut de, state: &state }).and_then(|t| de.end().map(|()| t));
+    drop(unwrapped);
     match (parsed, state.stop.into_inner()) {
         (_, Some(Stop::Over(v))) => Counted::Over(v),
         (Ok(t), None) => Counted::Parsed(t, state.tally.into_inner().values()),
@@ -62,6 +118,8 @@ enum Stop {
 struct State<'de> {
     tally: RefCell<Tally<'de>>,
     stop: RefCell<Option<Stop>>,
+    /// Words are read unwrapped ([`plain_words`]).
+    plain_words: bool,
 }
 
 impl<'de> State<'de> {
@@ -76,9 +134,14 @@ impl<'de> State<'de> {
     fn value<E: de::Error>(&self, kind: Kind) -> Result<(), E> {
         self.check(self.tally.borrow_mut().value(kind))
     }
+    /// An element starts: a word, when it answers true.
     #[inline]
-    fn element<E: de::Error>(&self) -> Result<(), E> {
-        self.check(self.tally.borrow_mut().element())
+    fn element<E: de::Error>(&self) -> Result<bool, E> {
+        let word = self.tally.borrow_mut().element();
+        match word {
+            Ok(word) => Ok(word),
+            Err(v) => self.check(Err(v)).map(|()| false),
+        }
     }
     #[inline]
     fn member<E: de::Error>(&self, key: Cow<'de, str>) -> Result<(), E> {
@@ -291,8 +354,11 @@ struct Element<'s, 'de, T> {
 impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Element<'s, 'de, T> {
     type Value = T::Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
-        self.state.element()?;
-        self.seed.deserialize(Wrap { inner: d, state: self.state })
+        match self.state.element()? {
+            // A word, read unwrapped (see `plain_words`).
+            true if self.state.plain_words => self.seed.deserialize(d),
+            _ => self.seed.deserialize(Wrap { inner: d, state: self.state }),
+        }
     }
 }
 

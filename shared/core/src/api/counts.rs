@@ -191,8 +191,10 @@ impl<'k> Tally<'k> {
         self.values
     }
 
-    /// The container on top ends.
+    /// The container on top ends. (A word the counted parse read unwrapped leaves the next
+    /// value marked as a word's until the next element, or until its list ends here.)
     pub(crate) fn close(&mut self) {
+        self.uncounted = false;
         self.stack.pop();
     }
 
@@ -208,10 +210,11 @@ impl<'k> Tally<'k> {
         }
     }
 
-    /// The next element of the array on top starts.
+    /// The next element of the array on top starts: a word, when it answers true (the
+    /// value that follows is counted by the words limits).
     #[inline]
-    pub(crate) fn element(&mut self) -> Result<(), Over> {
-        let Some(top) = self.stack.last_mut() else { return Ok(()) };
+    pub(crate) fn element(&mut self) -> Result<bool, Over> {
+        let Some(top) = self.stack.last_mut() else { return Ok(false) };
         top.count += 1;
         let (role, count) = (top.role, top.count);
         match role {
@@ -223,9 +226,9 @@ impl<'k> Tally<'k> {
                     return Err(self.over(Limit::Words));
                 }
                 self.uncounted = true;
-                Ok(())
+                Ok(true)
             }
-            _ => Ok(()),
+            _ => Ok(false),
         }
     }
 

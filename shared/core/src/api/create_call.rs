@@ -84,6 +84,7 @@ record! {
 }
 
 record! {
+    plain
     /// A word with its timing.
     pub struct Word {
         // Inline up to 24 bytes: no allocation for nearly every word.

@@ -101,6 +101,11 @@ pub trait Accept: Sized {
         while seq.next_element::<Skip>()?.is_some() {}
         Ok(Err(Found::Array))
     }
+    /// Whether the value is what a word's field should hold as the count limits see it
+    /// (`counts::WORD_FIELDS`): asked only of a plain record's fields ([`Record::PLAIN`]).
+    fn plain(&self) -> bool {
+        true
+    }
 }
 
 /// Reads past a value, checking it is well-formed JSON on the way. serde's `IgnoredAny`
@@ -210,6 +215,7 @@ impl<'de, T: Accept> Visitor<'de> for Lenient<T> {
 
 /// Reads the value of a known field into `Some`, or `None` for null and for a wrong type
 /// (which is noted in `wrong`).
+#[inline]
 pub fn read_field<'de, A: MapAccess<'de>, T: Accept>(
     map: &mut A,
     name: &'static str,
@@ -271,8 +277,18 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// A record type: reads itself from a JSON object and can stand in for an array element
 /// that was not an object.
 pub trait Record: Default {
+    /// Whether the counted parse reads this record unwrapped, as a plain word
+    /// ([`crate::api::counted::plain_words`]): then anything but an object of its own fields,
+    /// each once and holding what it should, stops the parse, and the body is judged by
+    /// the count scan and the plain parse instead.
+    const PLAIN: bool;
     /// A placeholder for an array element of the wrong type.
     fn wrong_element(found: Found) -> Self;
+}
+
+/// The error that stops the counted parse at a word that is not plain ([`Record::PLAIN`]).
+pub fn not_plain<E: de::Error>() -> E {
+    E::custom("a word that is not plain: judged by the count scan")
 }
 
 /// Reads the elements of an array of records; an element that is not an object becomes
@@ -284,6 +300,7 @@ impl<'de, T: Record + Accept> DeserializeSeed<'de> for Element<T> {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
         Ok(match Lenient::<T>::new().deserialize(d)? {
             Ok(v) => v,
+            Err(_) if T::PLAIN && crate::api::counted::plain_words() => return Err(not_plain()),
             Err(found) => T::wrong_element(found),
         })
     }
@@ -342,6 +359,13 @@ impl Accept for Number {
     }
     fn from_f64(v: f64) -> Option<Self> {
         Some(Number::Float(v))
+    }
+    /// Non-negative, as the count limits read it: no minus sign (`-0` is read as `-0.0`).
+    fn plain(&self) -> bool {
+        match *self {
+            Number::Int(i) => i >= 0,
+            Number::Float(f) => f.is_sign_positive(),
+        }
     }
 }
 
@@ -426,7 +450,15 @@ impl<T: WrongTypes> WrongTypes for Vec<T> {
 /// ```
 #[macro_export]
 macro_rules! record {
+    // `plain`: read unwrapped by the counted parse (`Record::PLAIN`; a word).
+    (plain $(#[$meta:meta])* pub struct $name:ident $body:tt) => {
+        $crate::record!(@true; $(#[$meta])* pub struct $name $body);
+    };
+    ($(#[$meta:meta])* pub struct $name:ident $body:tt) => {
+        $crate::record!(@false; $(#[$meta])* pub struct $name $body);
+    };
     (
+        @$plain:literal;
         $(#[$meta:meta])*
         pub struct $name:ident {
             $( $(#[$fmeta:meta])* $json:literal $field:ident : $ty:ty, )*
@@ -464,12 +496,26 @@ macro_rules! record {
                         f.write_str("a JSON object")
                     }
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        use $crate::api::lenient::{not_plain, Accept};
+                        // Read unwrapped: each field once, holding what it should, or stop.
+                        let plain = $plain && $crate::api::counted::plain_words();
+                        #[derive(Default)]
+                        #[allow(dead_code)]
+                        struct Seen { $( $field: bool, )* }
+                        let mut seen = Seen::default();
                         let mut out = $name::default();
                         while let Some(key) = map.next_key::<$crate::api::lenient::Key<'de>>()? {
                             match key.as_str() {
                                 $( $json => {
+                                    if plain && ::std::mem::replace(&mut seen.$field, true) {
+                                        return Err(not_plain());
+                                    }
                                     out.$field = $crate::api::lenient::read_field(&mut map, $json, &mut out.wrong)?;
+                                    if plain && !out.$field.as_ref().is_some_and(Accept::plain) {
+                                        return Err(not_plain());
+                                    }
                                 } )*
+                                _ if plain => return Err(not_plain()),
                                 _ => {
                                     // `Free`, not `Value`: see `api::free`.
                                     let $crate::api::free::Free(value) = map.next_value()?;
@@ -492,6 +538,7 @@ macro_rules! record {
         }
 
         impl $crate::api::lenient::Record for $name {
+            const PLAIN: bool = $plain;
             fn wrong_element(found: $crate::api::lenient::Found) -> Self {
                 $name {
                     wrong: vec![$crate::api::lenient::WrongType { field: None, expected: "an object", found }],

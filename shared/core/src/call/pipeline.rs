@@ -28,8 +28,10 @@ impl From<Rejection> for Problem {
 }
 
 /// Reads an operation B body; fails when it is past a count limit or not a JSON object.
+/// Its words are read unwrapped (`counted::plain_words`).
 pub fn parse_create_call(body: &[u8]) -> Result<CreateCall, Rejection> {
-    parse(body, counts::Layout::CREATE_CALL)
+    let layout = counts::Layout::CREATE_CALL;
+    judge(counted::parse_plain_words(body, layout), body, layout).map(|(t, _)| t)
 }
 
 /// Reads an operation A body; fails when it is past a count limit or not a JSON object.
@@ -49,7 +51,17 @@ pub(crate) fn parse_counting<T: serde::de::DeserializeOwned>(
     body: &[u8],
     layout: counts::Layout,
 ) -> Result<(T, usize), Rejection> {
-    match counted::parse(body, layout) {
+    judge(counted::parse(body, layout), body, layout)
+}
+
+/// The answer to a counted parse of `body`: its own when it read the body whole or stopped
+/// past a limit, else the count scan's and the plain parse's.
+fn judge<T: serde::de::DeserializeOwned>(
+    counted: Counted<T>,
+    body: &[u8],
+    layout: counts::Layout,
+) -> Result<(T, usize), Rejection> {
+    match counted {
         Counted::Parsed(t, values) => Ok((t, values)),
         // The parse stopped at the first element past a limit; the scan, which keeps the
         // keys, names it (it stops at the same one: the counts are the same, event for event).

@@ -21,8 +21,12 @@ fn scan_then_parse<T: serde::de::DeserializeOwned>(body: &[u8], layout: Layout) 
 /// The values a counted parse that read `body` whole counted, and the scan's: the same;
 /// and a parse stopped past a limit where the scan refuses.
 fn same_values<T: serde::de::DeserializeOwned>(body: &[u8], layout: Layout, shown: &dyn Fn() -> String) {
+    same_counts(counted::parse::<T>(body, layout), body, layout, shown);
+}
+
+fn same_counts<T>(counted: Counted<T>, body: &[u8], layout: Layout, shown: &dyn Fn() -> String) {
     let name = layout.segments;
-    match counted::parse::<T>(body, layout) {
+    match counted {
         Counted::Parsed(_, values) => {
             assert_eq!(Ok(values), counts::check(body, layout), "values counted ({name:?}): {}", shown())
         }
@@ -52,6 +56,7 @@ fn values_are_counted_by_their_weights() {
 fn same(body: &[u8]) {
     let shown = || String::from_utf8_lossy(&body[..body.len().min(160)]).into_owned();
     same_values::<CreateCall>(body, Layout::CREATE_CALL, &shown);
+    same_counts(counted::parse_plain_words::<CreateCall>(body, Layout::CREATE_CALL), body, Layout::CREATE_CALL, &shown);
     same_values::<SendCallData>(body, Layout::SEND_CALL_DATA, &shown);
     same_values::<Free>(body, Layout::PROVIDER_PAYLOAD, &shown);
     assert_eq!(parse_create_call(body), scan_then_parse::<CreateCall>(body, Layout::CREATE_CALL), "B: {}", shown());
@@ -87,6 +92,10 @@ fn shapes() -> Vec<Vec<u8>> {
         segments(MAX_WORDS / per + 1, &words(per, "{}")),
         segments(12, &words(per, odd_word)),
         segments(10, &words(per, r#"{"word":"a","x":1,"y":2,"z":3,"w":4}"#)),
+        // A word's own field repeated, holding what it should: 3 values each time.
+        segments(2, &words(3, r#"{"word":"a","word":"b"}"#)),
+        segments(13, &words(per, r#"{"word":"a","word":"b","word":"c"}"#)),
+        segments(2, &words(per, r#"{"start_ms":1,"end_ms":-0,"confidence":-0.0}"#)),
         format!(r#"{{"transcript\u005fwith_tool_calls":[{}]}}"#, list(MAX_SEGMENTS + 1, "1")),
         format!(r#"{{"metadata":{}}}"#, keys(MAX_KEYS)),
         format!(r#"{{"metadata":{}}}"#, keys(MAX_KEYS + 1)),
