@@ -10,14 +10,16 @@
 //!
 //! Words, most of a call's values, are read unwrapped by [`parse_plain_words`] (operation
 //! B's typed parse): a plain word counts nothing beyond itself, and a word that is not plain
-//! stops the parse before anything is read of what would count ([`plain_words`]).
+//! stops the parse before anything is built of what would count ([`plain_words`]): the
+//! counts agree with the scan's, though words are no longer told event for event.
 //!
 //! When the parse fails for another reason (not JSON, not an object), meets a word that is
 //! not plain, or meets a shape the wrapper does not count (an enum), the answer is
 //! [`Counted::Unsure`]: the caller runs the byte scan and the plain parse, whose answers
 //! (status, pointer, code) stay those of before. Only bodies that are refused, or whose
-//! words are not plain (a word field repeated, of the wrong type, or one the specification
-//! does not name), take that path: linear still, in about twice the time.
+//! words are not plain, take that path: linear still, in about twice the time. A word field
+//! that is null, or one the specification does not name, is valid and kept as before, only
+//! slower to read; a repeated or wrong-typed one is a 422 anyway.
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -52,8 +54,10 @@ thread_local! {
 /// cost a fifth of the parse. A plain word (an object of its own fields, each once, holding
 /// what it should: `counts::WORD_FIELDS`) counts nothing but itself, which the array's
 /// element already counted; a word record ([`Record::PLAIN`](super::lenient::Record::PLAIN))
-/// that meets anything else stops the parse before reading it, and the body is judged by
-/// the byte scan and the plain parse ([`Counted::Unsure`]), exactly as before.
+/// that meets anything else stops the parse, having built nothing of it (an unknown or
+/// repeated key stops before its value; a container where a field's value should be is
+/// skipped through first, building nothing), and the body is judged by the byte scan and
+/// the plain parse ([`Counted::Unsure`]), exactly as before.
 pub fn plain_words() -> bool {
     PLAIN_WORDS.with(Cell::get)
 }
@@ -61,23 +65,29 @@ pub fn plain_words() -> bool {
 /// A type whose every word (an element of a segment's `words`) is read by a plain record
 /// ([`Record::PLAIN`](super::lenient::Record::PLAIN)), so that [`parse_plain_words`] may
 /// read its words unwrapped. Any other type's words are counted through the wrapper.
-pub trait PlainWords {}
+pub trait PlainWords {
+    /// The record its words are read into.
+    type Word: super::lenient::Record;
+}
 
-impl PlainWords for super::CreateCall {}
+impl PlainWords for super::CreateCall {
+    type Word = super::create_call::Word;
+}
 
-/// Words are read unwrapped while this lives.
-struct Unwrapped;
+const _: () = assert!(<<super::CreateCall as PlainWords>::Word as super::lenient::Record>::PLAIN);
+
+/// Words are read unwrapped while this lives; then the flag is as it was.
+struct Unwrapped(bool);
 
 impl Unwrapped {
     fn start() -> Unwrapped {
-        PLAIN_WORDS.with(|p| p.set(true));
-        Unwrapped
+        Unwrapped(PLAIN_WORDS.with(|p| p.replace(true)))
     }
 }
 
 impl Drop for Unwrapped {
     fn drop(&mut self) {
-        PLAIN_WORDS.with(|p| p.set(false));
+        PLAIN_WORDS.with(|p| p.set(self.0));
     }
 }
 
@@ -356,7 +366,8 @@ impl<'de, 's, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Element<'s, 'de,
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
         match self.state.element()? {
             // A word, read unwrapped (see `plain_words`).
-            true if self.state.plain_words => self.seed.deserialize(d),
+            // (Both flags: a word record checks itself only while the thread's is set.)
+            true if self.state.plain_words && plain_words() => self.seed.deserialize(d),
             _ => self.seed.deserialize(Wrap { inner: d, state: self.state }),
         }
     }

@@ -500,6 +500,21 @@ mod tests {
         format!("{{\"transcript_with_tool_calls\":[{}]}}", vec![each; n].join(","))
     }
 
+    /// The plain path (`api::counted::plain_words`) takes a word record's fields for the
+    /// words limits' own: they must be the same, of the same kinds.
+    #[test]
+    fn the_word_record_holds_exactly_the_word_fields() {
+        use crate::api::create_call::Word;
+        let names: Vec<&str> = Word::FIELD_NAMES.iter().map(|(_, json)| *json).collect();
+        assert_eq!(names, WORD_FIELDS.iter().map(|(name, _)| *name).collect::<Vec<_>>());
+        let texts: Vec<&str> =
+            WORD_FIELDS.iter().filter(|(_, kind)| matches!(kind, FieldKind::Text)).map(|(name, _)| *name).collect();
+        assert_eq!(texts, ["word"], "the one text field is the CompactString one; the others are Numbers");
+        let w = Word::default();
+        let _: (Option<compact_str::CompactString>, [Option<crate::api::number::Number>; 3]) =
+            (w.word, [w.start_ms, w.end_ms, w.confidence]);
+    }
+
     #[test]
     fn word_field_is_the_index_in_word_fields() {
         for (i, (name, _)) in WORD_FIELDS.iter().enumerate() {

@@ -55,8 +55,10 @@ fn values_are_counted_by_their_weights() {
 
 fn same(body: &[u8]) {
     let shown = || String::from_utf8_lossy(&body[..body.len().min(160)]).into_owned();
+    assert!(!counted::plain_words(), "the flag is down outside a parse");
     same_values::<CreateCall>(body, Layout::CREATE_CALL, &shown);
     same_counts(counted::parse_plain_words::<CreateCall>(body, Layout::CREATE_CALL), body, Layout::CREATE_CALL, &shown);
+    assert!(!counted::plain_words(), "the flag is down after a parse");
     same_values::<SendCallData>(body, Layout::SEND_CALL_DATA, &shown);
     same_values::<Free>(body, Layout::PROVIDER_PAYLOAD, &shown);
     assert_eq!(parse_create_call(body), scan_then_parse::<CreateCall>(body, Layout::CREATE_CALL), "B: {}", shown());
@@ -96,6 +98,19 @@ fn shapes() -> Vec<Vec<u8>> {
         segments(2, &words(3, r#"{"word":"a","word":"b"}"#)),
         segments(13, &words(per, r#"{"word":"a","word":"b","word":"c"}"#)),
         segments(2, &words(per, r#"{"start_ms":1,"end_ms":-0,"confidence":-0.0}"#)),
+        // Words that are not plain objects, containers where a field's value goes, escaped
+        // own keys (and an escaped repeat), nulls, and one nested past the depth limit.
+        segments(2, r#"{"words":[1,"a",null,true,[],[[1]],{}]}"#),
+        segments(2, &words(3, r#"{"word":{"a":[1]},"start_ms":[1,2,{"b":3}]}"#)),
+        segments(2, &words(3, r#"{"word":"a","start_ms":1}"#)),
+        segments(2, &words(3, r#"{"word":"a","word":"b"}"#)),
+        segments(2, &words(3, r#"{"word":null,"start_ms":null,"end_ms":null,"confidence":null}"#)),
+        segments(1, &words(1, &format!(r#"{{"start_ms":{}{}}}"#, "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH)))),
+        format!(
+            r#"{{"transcript_with_tool_calls":[{}],"metadata":{{"a":[{}]}}}}"#,
+            list(3, &words(20, r#"{"word":"a","start_ms":1,"end_ms":2,"confidence":0.5}"#)),
+            list(MAX_VALUES, "0")
+        ),
         format!(r#"{{"transcript\u005fwith_tool_calls":[{}]}}"#, list(MAX_SEGMENTS + 1, "1")),
         format!(r#"{{"metadata":{}}}"#, keys(MAX_KEYS)),
         format!(r#"{{"metadata":{}}}"#, keys(MAX_KEYS + 1)),
@@ -243,5 +258,26 @@ fn the_edges_of_json_are_answered_as_before() {
     );
     for body in &bodies {
         same(body.as_bytes());
+    }
+}
+
+/// The plain path is taken: a call of plain words is read whole by it (not judged again by
+/// the scan), and a word that is not plain sends the body to the scan.
+#[test]
+fn plain_words_are_read_whole_and_others_go_to_the_scan() {
+    let plain = |body: &[u8]| counted::parse_plain_words::<CreateCall>(body, Layout::CREATE_CALL);
+    for seed in 1..4 {
+        let body = callgen::create_call_minutes(2.0, seed);
+        assert!(matches!(plain(&body), Counted::Parsed(..)), "seed {seed}");
+    }
+    let words = |w: &str| format!(r#"{{"transcript_with_tool_calls":[{{"words":[{w}]}}]}}"#);
+    assert!(matches!(
+        plain(words(r#"{"word":"a","start_ms":1,"end_ms":2,"confidence":0.5},{}"#).as_bytes()),
+        Counted::Parsed(..)
+    ));
+    for odd in
+        [r#"{"word":"a","x":1}"#, r#"{"word":"a","word":"b"}"#, r#"{"start_ms":-1}"#, r#"{"word":null}"#, "1", "[]"]
+    {
+        assert!(matches!(plain(words(odd).as_bytes()), Counted::Unsure), "{odd}");
     }
 }
