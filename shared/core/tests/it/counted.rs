@@ -281,3 +281,39 @@ fn plain_words_are_read_whole_and_others_go_to_the_scan() {
         assert!(matches!(plain(words(odd).as_bytes()), Counted::Unsure), "{odd}");
     }
 }
+
+/// The limits the README and the OpenAPI document give clients are the ones enforced (the
+/// README said 500,000 words in a call while 400,000 were refused past).
+#[test]
+fn the_documented_limits_are_the_enforced_ones() {
+    let with_commas = |n: usize| {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+    for file in ["README.md", "openapi.yaml"] {
+        let text = std::fs::read_to_string(format!("{root}{file}")).unwrap();
+        let rows = [
+            ("segments (", MAX_SEGMENTS),
+            ("words in one segment", MAX_WORDS_PER_SEGMENT),
+            ("words in one call", MAX_WORDS),
+            ("members of one object", MAX_KEYS),
+            ("nesting of arrays and objects", MAX_DEPTH),
+            ("JSON values, words aside", MAX_VALUES),
+        ];
+        for (what, limit) in rows {
+            let row = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("| {what}")))
+                .unwrap_or_else(|| panic!("{file}: no row for {what}"));
+            assert!(row.contains(&format!("| {} |", with_commas(limit))), "{file}: {row} (enforced: {limit})");
+        }
+    }
+}
