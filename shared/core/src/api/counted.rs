@@ -22,7 +22,7 @@
 //! slower to read; a repeated or wrong-typed one is a 422 anyway.
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
@@ -44,23 +44,7 @@ pub enum Counted<T> {
     Unsure,
 }
 
-thread_local! {
-    /// Set while a counted parse on this thread reads words unwrapped ([`plain_words`]).
-    static PLAIN_WORDS: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether a counted parse on this thread reads the words of a segment unwrapped: a word
-/// is most of a call's values, and the wrapper's layers around each of its keys and values
-/// cost a fifth of the parse. A plain word (an object of its own fields, each once, holding
-/// what it should: `counts::WORD_FIELDS`) counts nothing but itself, which the array's
-/// element already counted; a word record ([`Record::PLAIN`](super::lenient::Record::PLAIN))
-/// that meets anything else stops the parse, having built nothing of it (an unknown or
-/// repeated key stops before its value; a container where a field's value should be is
-/// skipped through first, building nothing), and the body is judged by the byte scan and
-/// the plain parse ([`Counted::Unsure`]), exactly as before.
-pub fn plain_words() -> bool {
-    PLAIN_WORDS.with(Cell::get)
-}
+pub use super::lenient::plain_words;
 
 /// A type whose every word (an element of a segment's `words`) is read by a plain record
 /// ([`Record::PLAIN`](super::lenient::Record::PLAIN)), so that [`parse_plain_words`] may
@@ -75,21 +59,6 @@ impl PlainWords for super::CreateCall {
 }
 
 const _: () = assert!(<<super::CreateCall as PlainWords>::Word as super::lenient::Record>::PLAIN);
-
-/// Words are read unwrapped while this lives; then the flag is as it was.
-struct Unwrapped(bool);
-
-impl Unwrapped {
-    fn start() -> Unwrapped {
-        Unwrapped(PLAIN_WORDS.with(|p| p.replace(true)))
-    }
-}
-
-impl Drop for Unwrapped {
-    fn drop(&mut self) {
-        PLAIN_WORDS.with(|p| p.set(self.0));
-    }
-}
 
 /// [`parse`], reading the words unwrapped ([`plain_words`]).
 pub fn parse_plain_words<'de, T: de::Deserialize<'de> + PlainWords>(body: &'de [u8], layout: Layout) -> Counted<T> {
@@ -108,7 +77,7 @@ fn read<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout, plain_wor
     let Ok(text) = std::str::from_utf8(body) else { return Counted::Unsure };
     let state = State { tally: RefCell::new(Tally::stopping(layout)), stop: RefCell::new(None), plain_words };
     let mut de = serde_json::Deserializer::from_str(text);
-    let unwrapped = plain_words.then(Unwrapped::start);
+    let unwrapped = plain_words.then(super::lenient::Unwrapped::start);
     let parsed = T::deserialize(Wrap { inner: &mut de, state: &state }).and_then(|t| de.end().map(|()| t));
     drop(unwrapped);
     match (parsed, state.stop.into_inner()) {

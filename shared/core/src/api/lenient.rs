@@ -9,6 +9,7 @@
 //! does not know in `extra`, without `#[serde(flatten)]` (which buffers every field of a
 //! struct and would cost the hot types their speed).
 
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -67,6 +68,39 @@ impl WrongType {
             format!("must be {}, found {}", self.expected, self.found)
         };
         Violation::new(pointer, Code::Type, message)
+    }
+}
+
+thread_local! {
+    /// Set while a counted parse on this thread reads words unwrapped ([`plain_words`]).
+    static PLAIN_WORDS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a counted parse on this thread reads the words of a segment unwrapped: a word
+/// is most of a call's values, and the wrapper's layers around each of its keys and values
+/// cost a fifth of the parse. A plain word (an object of its own fields, each once, holding
+/// what it should: `counts::WORD_FIELDS`) counts nothing but itself, which the array's
+/// element already counted; a word record ([`Record::PLAIN`])
+/// that meets anything else stops the parse, having built nothing of it (an unknown or
+/// repeated key stops before its value; a container where a field's value should be is
+/// skipped through first, building nothing), and the body is judged by the byte scan and
+/// the plain parse (`counted::Counted::Unsure`), exactly as before.
+pub fn plain_words() -> bool {
+    PLAIN_WORDS.with(Cell::get)
+}
+
+/// Words are read unwrapped while this lives; then the flag is as it was.
+pub(crate) struct Unwrapped(bool);
+
+impl Unwrapped {
+    pub(crate) fn start() -> Unwrapped {
+        Unwrapped(PLAIN_WORDS.with(|p| p.replace(true)))
+    }
+}
+
+impl Drop for Unwrapped {
+    fn drop(&mut self) {
+        PLAIN_WORDS.with(|p| p.set(self.0));
     }
 }
 
@@ -278,7 +312,7 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// that was not an object.
 pub trait Record: Default {
     /// Whether the counted parse reads this record unwrapped, as a plain word
-    /// ([`crate::api::counted::plain_words`]): then anything but an object of its own fields,
+    /// ([`plain_words`]): then anything but an object of its own fields,
     /// each once and holding what it should, stops the parse, and the body is judged by
     /// the count scan and the plain parse instead.
     const PLAIN: bool;
@@ -300,7 +334,7 @@ impl<'de, T: Record + Accept> DeserializeSeed<'de> for Element<T> {
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
         Ok(match Lenient::<T>::new().deserialize(d)? {
             Ok(v) => v,
-            Err(_) if T::PLAIN && crate::api::counted::plain_words() => return Err(not_plain()),
+            Err(_) if T::PLAIN && plain_words() => return Err(not_plain()),
             Err(found) => T::wrong_element(found),
         })
     }
@@ -498,7 +532,7 @@ macro_rules! record {
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
                         use $crate::api::lenient::{not_plain, Accept};
                         // Read unwrapped: each field once, holding what it should, or stop.
-                        let plain = $plain && $crate::api::counted::plain_words();
+                        let plain = $plain && $crate::api::lenient::plain_words();
                         #[derive(Default)]
                         #[allow(dead_code)]
                         struct Seen { $( $field: bool, )* }
