@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::pending::{FAILED_PREFIX, PACED, PREFIX};
+use super::pending::{copy_key, FAILED_PREFIX, PACED, PREFIX};
 use super::{now_ms, Receipt, Store, StoreError};
 use call_ingest_core::call::{hex, Operation};
 
@@ -101,7 +101,7 @@ impl Store {
         if let Some(named) = hold.named {
             metadata.insert("named".to_owned(), hex(named.as_bytes()));
         }
-        self.put_copy(HELD_PREFIX, hold.workspace_id, hold.call_id, raw, receipt, metadata, "").await
+        self.put_copy(copy_key(HELD_PREFIX, hold.workspace_id, hold.call_id, receipt), raw, metadata).await
     }
 
     /// The reports held for `workspace_id`, oldest first per call.

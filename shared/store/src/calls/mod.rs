@@ -226,6 +226,49 @@ impl Store {
         self.commit(owner, doc.call_id(), sub, Path::Pending, None).await
     }
 
+    /// Whether the frame `sub` may have written is unused once its commit answered `result`
+    /// (`pending_frame`: it carries one); an error when that cannot be told of a frame it
+    /// wrote.
+    async fn frame_unused(
+        &self,
+        result: &Result<Option<Stored>, StoreError>,
+        sub: &Submission,
+        path: Path,
+        attempt: &Attempt<'_>,
+        pending_frame: bool,
+    ) -> Result<bool, StoreError> {
+        Ok(match result {
+            // An erase won: no item of this submission can be written any more.
+            Ok(None) => true,
+            // Its content was there already, under another submission. A direct one knows
+            // no other commit of its identity runs (a pending copy is made only when the
+            // direct write did not finish); one of its own items may name it all the same
+            // (an attempt applied without an answer); with none such, nothing names it. When
+            // that cannot be told, a frame it wrote is neither kept nor erased here: the send
+            // answers "not yet" (202), and its pending copy, of the same token, settles the
+            // frame (`Store::keep_unchanged`). (Kept, nothing named it and an erase did not
+            // reach it: the history checker, seed 77.)
+            Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
+                match attempt.maybe_applied {
+                    false => true,
+                    true => match self.holds_identity(sub, None).await {
+                        Ok(holds) => !holds,
+                        Err(e) if attempt.wrote_frame => {
+                            return Err(StoreError::Unavailable(format!("whether its frame is named: {e}")))
+                        }
+                        Err(_) => false,
+                    },
+                }
+            }
+            // A pending copy: the frame its direct write may have written is unused once its
+            // verdict is kept on the head.
+            Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && pending_frame => {
+                self.keep_unchanged(sub).await?
+            }
+            _ => false,
+        })
+    }
+
     /// Writes a prepared submission; then, when it stored nothing, removes the frame it
     /// wrote to S3 unless an item of its own names it (a submission that found its content
     /// there already, or that an erase dropped, leaves no orphan behind).
@@ -253,36 +296,7 @@ impl Store {
         // the frame (a fresh reader's find). The verdict stands, so no copy is made.
         let deciding = async {
             let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
-            let unused = match &result {
-                // An erase won: no item of this submission can be written any more.
-                Ok(None) => true,
-                // Its content was there already, under another submission. A direct one knows
-                // no other commit of its identity runs (a pending copy is made only when the
-                // direct write did not finish); one of its own items may name it all the same
-                // (an attempt applied without an answer); with none such, nothing names it. When
-                // that cannot be told, a frame it wrote is neither kept nor erased here: the send
-                // answers "not yet" (202), and its pending copy, of the same token, settles the
-                // frame (`Store::keep_unchanged`). (Kept, nothing named it and an erase did not
-                // reach it: the history checker, seed 77.)
-                Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && path == Path::Direct => {
-                    match attempt.maybe_applied {
-                        false => true,
-                        true => match self.holds_identity(&sub, None).await {
-                            Ok(holds) => !holds,
-                            Err(e) if attempt.wrote_frame => {
-                                return Err(StoreError::Unavailable(format!("whether its frame is named: {e}")))
-                            }
-                            Err(_) => false,
-                        },
-                    }
-                }
-                // A pending copy: the frame its direct write may have written is unused once its
-                // verdict is kept on the head.
-                Ok(Some(stored)) if stored.outcome == Outcome::Unchanged && external.is_some() => {
-                    self.keep_unchanged(&sub).await?
-                }
-                _ => false,
-            };
+            let unused = self.frame_unused(&result, &sub, path, &attempt, external.is_some()).await?;
             Ok::<_, StoreError>((result, unused))
         };
         let (result, unused) = match budget {

@@ -122,6 +122,12 @@ pub(super) fn call_folder(workspace_id: u64, call_id: &str) -> String {
     format!("{workspace_id}/{}/", hex(&call[..16]))
 }
 
+/// Where a copy of submission `receipt` goes under `prefix` (`pending/`, `held/`): in its
+/// call's folder, named by its receipt.
+pub(super) fn copy_key(prefix: &str, workspace_id: u64, call_id: &str, receipt: &Receipt) -> String {
+    format!("{prefix}{}{:013}-{}", call_folder(workspace_id, call_id), receipt.received_ms, receipt.token)
+}
+
 /// The submission a pending key names: its token and received time.
 pub(super) fn receipt_of(key: &str) -> Option<Receipt> {
     let name = key.rsplit('/').next()?;
@@ -154,10 +160,11 @@ pub fn by_call<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<Vec<&'a str>> {
 /// comes first in the listing (`pending/1/` before `pending/2/`) does not hold every slot
 /// while the others wait. Only paced copies ask a budget, which once spread the sweep too.
 fn in_turns(calls: Vec<Vec<&str>>) -> Vec<Vec<&str>> {
+    // The listing is in key order, so a workspace's calls come together.
     let mut queues: Vec<(Option<u64>, std::collections::VecDeque<Vec<&str>>)> = Vec::new();
     for call in calls {
         let ws = call.first().and_then(|k| workspace_of(k));
-        match queues.iter_mut().find(|(w, _)| *w == ws) {
+        match queues.last_mut().filter(|(w, _)| *w == ws) {
             Some((_, queue)) => queue.push_back(call),
             None => queues.push((ws, std::collections::VecDeque::from([call]))),
         }
@@ -188,25 +195,19 @@ impl Store {
             ("operation".to_owned(), operation.key()),
             ("call-id".to_owned(), hex(call_id.as_bytes())),
         ]);
-        let end = if paced { PACED } else { "" };
-        self.put_copy(PREFIX, owner.workspace_id, call_id, raw, receipt, metadata, end).await
+        let key = copy_key(PREFIX, owner.workspace_id, call_id, receipt);
+        let key = if paced { key + PACED } else { key };
+        self.put_copy(key, raw, metadata).await
     }
 
-    /// Writes a submission's body as received under `prefix` (`pending/`, `held/`), in its
-    /// call's folder, named by its receipt (then `end`), with `metadata`; answers its key.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes a submission's body as received at `key` ([`copy_key`]), with `metadata`;
+    /// answers the key.
     pub(super) async fn put_copy(
         &self,
-        prefix: &str,
-        workspace_id: u64,
-        call_id: &str,
+        key: String,
         raw: &[u8],
-        receipt: &Receipt,
         metadata: HashMap<String, String>,
-        end: &str,
     ) -> Result<String, StoreError> {
-        let folder = call_folder(workspace_id, call_id);
-        let key = format!("{prefix}{folder}{:013}-{}{end}", receipt.received_ms, receipt.token);
         let result = self
             .frames
             .client()
