@@ -1329,3 +1329,44 @@ async fn a_calls_unpaced_copy_waits_behind_its_older_paced_one() {
     assert_eq!((sweep.committed, asked.load(std::sync::atomic::Ordering::Relaxed)), (1, 0), "{sweep:?}");
     f.t.delete().await;
 }
+
+/// A large send S of the call's current content, whose first read of the head answers late
+/// while another send revises the call and an erase marks it: reading the head again,
+/// S finds other content being erased. It waits (202 at the handler) and writes no frame.
+/// Before, only its first read was checked: it wrote its frame, then removed it as it
+/// waited, and that DELETE, applied late, could take the frame its pending copy wrote
+/// again once committed (a fresh reader's find).
+#[tokio::test]
+async fn a_send_that_finds_the_call_being_erased_when_it_reads_it_again_writes_no_frame() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let call_id = "erasing-on-reread";
+    let body = large_body(call_id, 21);
+    let first = post(&f, &body).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let raw = serde_json::to_vec(&body).unwrap();
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
+    let receipt = Receipt::new(now_ms()).unwrap();
+    // S's first read of the head answers 1 s late (the call as it was); the erase, once it
+    // has marked the call, waits on its listing.
+    f.t.fault(json!({"op": "GetItem", "fault": "delay", "seconds": 1.0, "contains": format!("CALL#1#{call_id}"),
+                     "times": 1}));
+    f.t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 4.0, "times": 1}));
+    let frame = f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 0.0,
+                                 "contains": receipt.token, "times": 1}));
+    let s = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(4));
+    let revised_then_erased = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (other, other_raw) = testkit::small_call(call_id, "other content");
+        store.put_call(owner, &other, &other_raw).await.unwrap();
+        store.erase_call(1, call_id, id).await
+    };
+    let (s, erased) = tokio::join!(s, revised_then_erased);
+    assert!(matches!(s, Err(StoreError::Unavailable(_))), "{s:?}");
+    assert!(erased.is_ok(), "{erased:?}");
+    assert_eq!(f.t.fired(frame), 0, "a send that must wait wrote its frame");
+    f.t.delete().await;
+}

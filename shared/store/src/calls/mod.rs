@@ -408,6 +408,12 @@ impl Store {
                 requests += 1;
                 head = self.head(&sub.pk).await?;
             }
+            if head.as_ref().is_some_and(is_erasing) {
+                // Found being erased when read again: no frame either (written, then removed
+                // as the send waits, a late DELETE of it could take the frame its pending
+                // copy writes again once committed: a fresh reader's find).
+                return Err(StoreError::Unavailable("the call is being erased".into()));
+            }
             if let (Path::Pending, Some(other)) = (path, head.as_ref()) {
                 // A pending copy the call holds already, or that replays what was current
                 // when it was received, writes no frame.
