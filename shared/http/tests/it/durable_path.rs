@@ -1330,6 +1330,80 @@ async fn a_calls_unpaced_copy_waits_behind_its_older_paced_one() {
     f.t.delete().await;
 }
 
+/// The queue's notice of a call's newer unpaced copy, while an older paced copy of the
+/// same call waits for a spent budget: nothing is committed (the newer would otherwise be
+/// overwritten by the older, committed later), the answer says paced (the message is done
+/// with: the sweep commits both at the workspace's rate), and both copies are kept. With
+/// room, the notice commits both, oldest first.
+#[tokio::test]
+async fn a_notice_of_a_newer_copy_waits_behind_its_calls_older_paced_copy() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let agent = owner_agent(&f).await;
+    let store = f.backend.store();
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let t0 = now_ms();
+    let mut keys = Vec::new();
+    for (at, status, paced) in [(0, "older", true), (10, "newer", false)] {
+        let mut body = create_call_body("noticed");
+        body["call_status"] = json!(status);
+        let raw = serde_json::to_vec(&body).unwrap();
+        let receipt = Receipt::new(t0 + at).unwrap();
+        keys.push(store.put_pending(owner, Operation::CreateCall, "noticed", &raw, &receipt, paced).await.unwrap());
+    }
+    let deadline = || Instant::now() + Duration::from_secs(20);
+    let spent: &MayCommit<'_> = &|_| Box::pin(async { Ok::<_, StoreError>(false) });
+    // Each notice reaches its own copy and the older ones of its call.
+    for (key, upto) in keys.iter().zip([1, 2]).rev() {
+        let done = store.commit_notified(key, deadline(), spent).await.unwrap();
+        assert_eq!((done.sweep.committed, done.sweep.left, done.paced), (0, upto, true), "{key}: {done:?}");
+    }
+    assert_eq!(pending(&f).await.len(), 2, "both copies are kept for the sweep");
+    assert!(store.get_call(1, "noticed", false).await.unwrap().is_none(), "nothing was committed");
+    let room: &MayCommit<'_> = &|_| Box::pin(async { Ok::<_, StoreError>(true) });
+    let done = store.commit_notified(&keys[1], deadline(), room).await.unwrap();
+    assert_eq!((done.sweep.committed, done.sweep.left, done.paced), (2, 0, false), "{done:?}");
+    assert_eq!(statuses(&f, "noticed").await, ["older", "newer"]);
+    f.t.delete().await;
+}
+
+/// An erase that runs while a paced copy of its call waits for the send budget: the copy
+/// was received before the erase began, so the erase removes it, and the commit the budget
+/// then lets through finds nothing to store. The call stays erased; nothing is left pending.
+#[tokio::test]
+async fn an_erase_while_a_paced_copy_waits_for_the_budget_leaves_the_call_erased() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let call_id = "erased-while-paced";
+    let first = post(&f, &create_call_body(call_id)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    let agent = owner_agent(&f).await;
+    let store = f.backend.store();
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let mut body = create_call_body(call_id);
+    body["call_status"] = json!("revised over the budget");
+    let raw = serde_json::to_vec(&body).unwrap();
+    let key =
+        store.put_pending(owner, Operation::CreateCall, call_id, &raw, &Receipt::now().unwrap(), true).await.unwrap();
+    assert!(is_paced(&key), "{key}");
+    let erases = std::sync::atomic::AtomicUsize::new(0);
+    // The budget answers only once the erase has run.
+    let erase_then_room: &MayCommit<'_> = &|_| {
+        Box::pin(async {
+            erases.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            store.erase_call(1, call_id, id).await.map(|_| true)
+        })
+    };
+    let sweep =
+        store.sweep_pending(now_ms() + 1, Instant::now() + Duration::from_secs(20), erase_then_room).await.unwrap();
+    assert_eq!(erases.load(std::sync::atomic::Ordering::Relaxed), 1, "{sweep:?}");
+    // The erase took the copy (gone); were it left, the commit would still find the call
+    // erased since it was received (erased), as a late commit does.
+    assert_eq!((sweep.committed, sweep.gone, sweep.left), (0, 1, 0), "{sweep:?}");
+    assert!(store.get_call(1, call_id, false).await.unwrap().is_none(), "the erased call came back");
+    assert!(pending(&f).await.is_empty(), "a copy was left pending");
+    f.t.delete().await;
+}
+
 /// A large send S of the call's current content, whose first read of the head answers late
 /// while another send revises the call and an erase marks it: reading the head again,
 /// S finds other content being erased. It waits (202 at the handler) and writes no frame.
