@@ -115,25 +115,26 @@ def shape(rng, call, markers, templates):
     - B, A, B at once (replays and pending copies of two contents, in turns);
     - its erase, with B sent 0-50 ms after the erase began (a send the erase may or may not
       remove: either way, whole).
-    Half of the first three bring the fault their order needs, aimed at this call through
-    the fault layer's `contains` (a rule the episodes do not clear): the erase's S3 DELETE
-    of the frame applied 3 s late; A's DynamoDB requests failing until A is answered (202)
-    and its commit reading its copy 2 s late, so that B is stored first; or, in place of
-    the third, A's write applied but its reply held 4.5 s (202), then B, then a pause."""
+    Half of each bring the fault their order needs, aimed at this call through the fault
+    layer's `contains` (a rule the episodes do not clear): the erase's S3 marker over the
+    frame applied 3 s late; A's DynamoDB requests failing until A is answered (202) and its
+    commit reading its copy 2 s late, so that B is stored first; in place of the third, A's
+    write applied but its reply held 4.5 s (202), then B, then a pause; or an S3 DELETE of
+    a frame of the call (a send that waits for the erase removes its own) applied 3 s late."""
     first_marker = next(markers)
     large = rng.random() < 0.7
     first = templates.create(call, first_marker, large)
     kind = rng.randrange(4)
-    # Half of the first three kinds bring the fault their order needs, aimed at this call.
+    # Half the time a shape brings the fault its order needs, aimed at this call.
     aim = rng.random() < 0.5
     if kind == 0:
-        # The erase's S3 DELETE of the frame applied 3 s late, after the same bytes were
-        # stored again (finding 2).
-        late_delete = ({"service": "s3", "op": "DeleteObject", "fault": "late", "seconds": 3, "times": 1,
+        # The erase's S3 write of its marker over the frame applied 3 s late, after the same
+        # bytes were stored again (finding 2; the erase blanked frames with a DELETE then).
+        late_marker = ({"service": "s3", "op": "PutObject", "fault": "late", "seconds": 3, "times": 1,
                         "table": "{bucket}", "contains": "frames/{folder}"},) if aim and large else ()
         return Planned("create", call, first_marker, first, "one_shot", "shape: erase then the same", (
-            Planned("erase", call, None, None, "retrying", arm=late_delete),
-            Planned("create", call, first_marker, first, "one_shot", "replay", disarm=bool(late_delete)),
+            Planned("erase", call, None, None, "retrying", arm=late_marker),
+            Planned("create", call, first_marker, first, "one_shot", "replay", disarm=bool(late_marker)),
         ))
     second_marker = next(markers)
     second = templates.create(call, second_marker, rng.random() < 0.5)
@@ -164,9 +165,15 @@ def shape(rng, call, markers, templates):
             Planned("create", call, first_marker, first, "one_shot", "replay"),
             Planned("create", call, second_marker, second, "one_shot", "replay"),
         ))
+    # A send that meets the erase may wait (202) and remove the frame it wrote: that S3
+    # DELETE applied 3 s late must not reach a frame its pending copy, or anything stored
+    # since, wrote under the same key.
+    late_delete = ({"service": "s3", "op": "DeleteObject", "fault": "late", "seconds": 3, "times": 1,
+                    "table": "{bucket}", "contains": "frames/{folder}"},) if aim else ()
     return Planned("create", call, first_marker, first, "one_shot", "shape: a send during its erase", (
-        Planned("erase", call, None, None, "retrying"),
-        Planned("create", call, second_marker, second, "one_shot", alongside=round(rng.uniform(0, 0.05), 3)),
+        Planned("erase", call, None, None, "retrying", arm=late_delete),
+        Planned("create", call, second_marker, second, "one_shot", alongside=round(rng.uniform(0, 0.05), 3),
+                disarm=bool(late_delete)),
     ))
 
 

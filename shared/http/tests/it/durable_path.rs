@@ -1330,6 +1330,52 @@ async fn a_calls_unpaced_copy_waits_behind_its_older_paced_one() {
     f.t.delete().await;
 }
 
+/// A large send S of a new call reads no call, and writes its frame (answered late);
+/// meanwhile T creates the call and an erase of it begins and marks it. S's create finds the
+/// call being erased and S waits (202). S's instance's clock runs 300 ms ahead: its receipt
+/// is after the erase's boundary, so its pending copy is not the erase's to drop and is
+/// stored anew once the erase is done, with its frame, under the same key. S must not remove
+/// that frame as it waits: a DELETE of it arriving late would take the frame of a stored
+/// call. (Before, S removed it, and the DELETE, arriving 8 s late, left the call unreadable.)
+#[tokio::test]
+async fn a_send_that_waits_for_an_erase_not_covering_it_leaves_its_frame_for_its_copy() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let call_id = "waits-not-covered";
+    let agent = owner_agent(&f).await;
+    let owner = Owner { workspace_id: 1, agent_id: &agent };
+    let store = f.backend.store();
+    let body = large_body(call_id, 23);
+    let raw = serde_json::to_vec(&body).unwrap();
+    let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
+    let receipt = Receipt::new(now_ms() + 300).unwrap();
+    // S's frame is written at once and answered 1.2 s late; its DELETE, if it sends one,
+    // arrives a second time 8 s late. The erase waits 4 s on a listing once it has marked.
+    f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 1.2,
+                     "contains": receipt.token, "times": 1}));
+    f.t.fault(json!({"service": "s3", "op": "DeleteObject", "fault": "late", "seconds": 8.0,
+                     "contains": receipt.token, "times": 1}));
+    f.t.fault(json!({"service": "s3", "op": "ListObjectsV2", "fault": "delay", "seconds": 4.0, "times": 1}));
+    let created_then_erased = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (t_doc, t_raw) = testkit::small_call(call_id, "T, created while S writes its frame");
+        let t = store.put_call(owner, &t_doc, &t_raw).await.unwrap();
+        store.erase_call(1, call_id, t.id).await
+    };
+    let s = store.put_call_within(owner, &doc, &raw, &receipt, Duration::from_secs(8));
+    let (s, erased) = tokio::join!(s, created_then_erased);
+    assert!(erased.is_ok(), "{erased:?}");
+    assert!(matches!(s, Err(StoreError::Unavailable(_))), "S must wait: {s:?}");
+    // The handler's pending copy of S, committed now the erase is done: stored anew.
+    let key = store.put_pending(owner, Operation::CreateCall, call_id, &raw, &receipt, false).await.unwrap();
+    let committed = store.commit_pending(&key).await.unwrap();
+    assert!(matches!(committed, call_ingest_store::calls::pending::Committed::Stored(_)), "{committed:?}");
+    assert!(reads_as(&f, call_id, &body).await, "S's copy reads back");
+    // A late DELETE, had S sent one, has arrived by now.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    assert!(reads_as(&f, call_id, &body).await, "a late DELETE took the frame of a stored call");
+    f.t.delete().await;
+}
+
 /// The queue's notice of a call's newer unpaced copy, while an older paced copy of the
 /// same call waits for a spent budget: nothing is committed (the newer would otherwise be
 /// overwritten by the older, committed later), the answer says paced (the message is done

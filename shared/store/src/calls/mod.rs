@@ -75,7 +75,8 @@ struct Attempt<'a> {
     external: Option<&'a (String, bytes::Bytes)>,
     wrote_frame: bool,
     maybe_applied: bool,
-    /// It found the call being erased, and waits.
+    /// It found the call being erased by an erase whose boundary covers its receipt, and
+    /// waits: its pending copy is that erase's to drop.
     met_erase: bool,
     /// The call an attempt of it sent a revision to (landed or not, as far as it knows).
     wrote_into: Option<u64>,
@@ -313,9 +314,13 @@ impl Store {
         }
         let waits = path == Path::Direct && attempt.met_erase && !attempt.maybe_applied && attempt.wrote_frame;
         if let (true, Some((key, _))) = (waits, &external) {
-            // The call is being erased and nothing of this send was written: it goes pending,
-            // and its pending copy writes the frame again when committed. Left here, a frame
+            // The call is being erased by an erase that covers this send, and nothing of it
+            // was written: it goes pending, and its copy is dropped (by the erase, or when
+            // committed: `after_erase`, whose frame is then erased). Left here, a frame
             // written after the erase looked for this send's frames would outlive the erase.
+            // (Received after the erase's boundary, the send's copy is stored anew over the
+            // tombstone under the same frame key: that frame is left for it, since this
+            // DELETE, arriving late, would take the frame of a stored call.)
             if let Err(e) = self.frames.delete(key).await {
                 tracing::warn!(error = %e, "the frame of a send that waits was not removed");
             }
@@ -513,7 +518,7 @@ impl Store {
                 // An erase began and has not finished (it answered "try again"): neither a
                 // revision (it would make the erased content readable again) nor a replay.
                 // The submission waits, pending, for the erase to be finished.
-                attempt.met_erase = true;
+                attempt.met_erase = get_u64(&head, item::ERASING).is_some_and(|upto| upto >= received);
                 return Err(StoreError::Unavailable("the call is being erased".into()));
             }
             if path == Path::Direct && sub.was_committed_before(&head) && !sub.wrote(&head) {
