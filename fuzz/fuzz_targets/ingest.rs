@@ -10,12 +10,15 @@
 //!   sorted and without repeats;
 //! - an accepted body's stored form (`to_json`) is JSON that parses back into an object
 //!   with the operation, schema version and a non-empty call id, the same bytes every
-//!   time, and hashes (`digest_of`) to 64 hex digits.
+//!   time, and hashes (`digest_of`) to 64 hex digits;
+//! - the counted parse's reader (`api::reader`) never reads a value serde_json does not, nor
+//!   a different one (compared as written back, so `-0.0` is not `0`).
 
 #![no_main]
 
 use call_ingest_core::api::counts::{self, Layout};
 use call_ingest_core::api::free::Free;
+use call_ingest_core::api::reader::Reader;
 use call_ingest_core::api::{BodyError, CreateCall, SendCallData};
 use call_ingest_core::call::{parse_create_call, parse_send_call_data};
 use call_ingest_core::call::{CallDocument, Operation, Rejection, SCHEMA_VERSION};
@@ -28,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
     // private key (`api::free`).
     let is_object = matches!(serde_json::from_slice::<Free>(data), Ok(Free(Value::Object(_))));
     same_as_scan_then_parse(data);
+    reads_as_serde_json(data);
     let webhooks = Provider::ALL.map(Operation::ProviderWebhook);
     for operation in [Operation::CreateCall, Operation::SendCallData].into_iter().chain(webhooks) {
         check(operation, data, is_object);
@@ -94,4 +98,16 @@ fn same_as_scan_then_parse(data: &[u8]) {
     }
     assert_eq!(parse_create_call(data), scan_then_parse!(CreateCall, Layout::CREATE_CALL));
     assert_eq!(parse_send_call_data(data), scan_then_parse!(SendCallData, Layout::SEND_CALL_DATA));
+}
+
+/// What the reader reads is what serde_json reads; where serde_json refuses, so does it.
+fn reads_as_serde_json(data: &[u8]) {
+    use serde::Deserialize;
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let mut reader = Reader::new(text);
+    let Ok(ours) = Value::deserialize(&mut reader).and_then(|v| reader.end().map(|()| v)) else { return };
+    match serde_json::from_str::<Value>(text) {
+        Ok(theirs) => assert_eq!(ours.to_string(), theirs.to_string(), "the reader read otherwise"),
+        Err(e) => panic!("the reader read {ours} where serde_json refuses ({e})"),
+    }
 }

@@ -1,12 +1,15 @@
 //! The count limits, checked by the typed parse as it reads: one pass over the body, not a
 //! scan and then a parse.
 //!
-//! [`parse`] wraps serde_json's deserializer (as `serde_ignored` and `serde_path_to_error`
-//! do): every value, element and member the parse visits is told to a
+//! [`parse`] wraps a deserializer (as `serde_ignored` and `serde_path_to_error` do): every
+//! value, element and member the parse visits is told to a
 //! [`Tally`](super::counts::Tally) first, which refuses the first one past a limit, before
-//! anything is built for it. Values the target type would skip are visited too (serde_json
-//! skips `IgnoredAny` without visiting; here it is read as any value and dropped), so the
-//! counts are the byte scan's (`counts::check`), event for event.
+//! anything is built for it. Values the target type would skip are visited too (a JSON
+//! deserializer may skip `IgnoredAny` without visiting; here it is read as any value and
+//! dropped), so the counts are the byte scan's (`counts::check`), event for event. The
+//! deserializer is the reader of `api::reader`, which reads what serde_json reads, value
+//! for value, refuses the rest (then [`Counted::Unsure`]), and reads a plain word straight
+//! from the bytes.
 //!
 //! Words, most of a call's values, are read unwrapped by [`parse_plain_words`] (operation
 //! B's typed parse): a plain word counts nothing beyond itself, and a word that is not plain
@@ -71,12 +74,12 @@ pub fn parse<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout) -> C
 }
 
 fn read<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout, plain_words: bool) -> Counted<T> {
-    // Checked whole, at once: serde_json then takes each string as it is, where reading
-    // from bytes checks every string on its own (a call is mostly short strings: about a
-    // tenth of the parse). A body that is not UTF-8 is not JSON: judged as before.
+    // Checked whole, at once: the reader then takes each string as it is, where reading
+    // from bytes would check every string on its own (a call is mostly short strings). A
+    // body that is not UTF-8 is not JSON: judged as before.
     let Ok(text) = std::str::from_utf8(body) else { return Counted::Unsure };
     let state = State { tally: RefCell::new(Tally::stopping(layout)), stop: RefCell::new(None), plain_words };
-    let mut de = serde_json::Deserializer::from_str(text);
+    let mut de = super::reader::Reader::new(text);
     let unwrapped = plain_words.then(super::lenient::Unwrapped::start);
     let parsed = T::deserialize(Wrap { inner: &mut de, state: &state }).and_then(|t| de.end().map(|()| t));
     drop(unwrapped);

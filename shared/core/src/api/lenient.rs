@@ -318,7 +318,24 @@ pub trait Record: Default {
     const PLAIN: bool;
     /// A placeholder for an array element of the wrong type.
     fn wrong_element(found: Found) -> Self;
+    /// A plain record its reader read straight from the bytes and set aside ([`ReadPlain`]);
+    /// `None` for the others.
+    fn take_plain() -> Option<Self> {
+        None
+    }
 }
+
+/// A plain record read straight from the bytes by the counted parse's reader, set aside
+/// there for the record to take ([`PLAIN_WORD`]; the word's is `api::plain_word`).
+pub trait ReadPlain: Sized {
+    fn take_plain() -> Option<Self>;
+}
+
+/// The name under which a plain record asks the counted parse's reader (`api::reader`) to
+/// read it straight from the bytes: the reader answers `visit_unit` once it has read it and
+/// set it aside ([`Record::take_plain`]), or `visit_newtype_struct` for the record to read
+/// itself. Any other deserializer reads it as what it holds.
+pub const PLAIN_WORD: &str = "$call_ingest::PlainWord";
 
 /// The error that stops the counted parse at a word that is not plain ([`Record::PLAIN`]).
 pub fn not_plain<E: de::Error>() -> E {
@@ -332,11 +349,34 @@ struct Element<T>(PhantomData<T>);
 impl<'de, T: Record + Accept> DeserializeSeed<'de> for Element<T> {
     type Value = T;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        if T::PLAIN && plain_words() {
+            return d.deserialize_newtype_struct(PLAIN_WORD, PlainRead::<T>(PhantomData));
+        }
         Ok(match Lenient::<T>::new().deserialize(d)? {
             Ok(v) => v,
-            Err(_) if T::PLAIN && plain_words() => return Err(not_plain()),
             Err(found) => T::wrong_element(found),
         })
+    }
+}
+
+/// A plain record read unwrapped ([`plain_words`]): read straight from the bytes when the
+/// reader can ([`PLAIN_WORD`]), else by the record, which stops the parse where it is not
+/// plain.
+struct PlainRead<T>(PhantomData<T>);
+
+impl<'de, T: Record + Accept> Visitor<'de> for PlainRead<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::EXPECTED)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        T::take_plain().ok_or_else(not_plain)
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        match Lenient::<T>::new().deserialize(d)? {
+            Ok(v) => Ok(v),
+            Err(_) => Err(not_plain()),
+        }
     }
 }
 
@@ -491,8 +531,15 @@ macro_rules! record {
     ($(#[$meta:meta])* pub struct $name:ident $body:tt) => {
         $crate::record!(@false; $(#[$meta])* pub struct $name $body);
     };
+    // A plain record can be read straight from the bytes (`ReadPlain`).
+    (@take_plain true) => {
+        fn take_plain() -> Option<Self> {
+            <Self as $crate::api::lenient::ReadPlain>::take_plain()
+        }
+    };
+    (@take_plain false) => {};
     (
-        @$plain:literal;
+        @$plain:tt;
         $(#[$meta:meta])*
         pub struct $name:ident {
             $( $(#[$fmeta:meta])* $json:literal $field:ident : $ty:ty, )*
@@ -573,6 +620,7 @@ macro_rules! record {
 
         impl $crate::api::lenient::Record for $name {
             const PLAIN: bool = $plain;
+            $crate::record!(@take_plain $plain);
             fn wrong_element(found: $crate::api::lenient::Found) -> Self {
                 $name {
                     wrong: vec![$crate::api::lenient::WrongType { field: None, expected: "an object", found }],

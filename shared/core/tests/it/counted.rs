@@ -8,6 +8,7 @@ use call_ingest_core::api::counted::{self, Counted};
 use call_ingest_core::api::counts::{self, Layout, MAX_DEPTH, MAX_KEYS, MAX_SEGMENTS, MAX_VALUES};
 use call_ingest_core::api::counts::{MAX_WORDS, MAX_WORDS_PER_SEGMENT};
 use call_ingest_core::api::free::Free;
+use call_ingest_core::api::reader::Reader;
 use call_ingest_core::api::{BodyError, CreateCall, SendCallData};
 use call_ingest_core::call::{parse_create_call, parse_send_call_data, Rejection};
 use proptest::prelude::*;
@@ -105,6 +106,25 @@ fn shapes() -> Vec<Vec<u8>> {
         segments(2, &words(3, r#"{"word":"a","start_ms":1}"#)),
         segments(2, &words(3, r#"{"word":"a","word":"b"}"#)),
         segments(2, &words(3, r#"{"word":null,"start_ms":null,"end_ms":null,"confidence":null}"#)),
+        // Words the reader reads straight from the bytes (`api::plain_word`), and the ones
+        // next to them it leaves to the record: whitespace, any order, decimals and
+        // integers at the edge of 18 digits, escapes.
+        segments(
+            2,
+            &words(2, " { \"confidence\" :\t0.05 ,\n\"end_ms\":12.50,\"start_ms\" : 0 , \"word\" : \"x y\" } "),
+        ),
+        segments(
+            2,
+            &words(2, r#"{"word":"é€𝄞","start_ms":123456789012345678,"end_ms":1.0,"confidence":0.999999999999999999}"#),
+        ),
+        segments(2, &words(2, r#"{"word":"a","start_ms":1234567890123456789,"end_ms":0.1234567890123456789}"#)),
+        segments(2, &words(2, r#"{"word":"a\"b","start_ms":0,"end_ms":1e3,"confidence":00}"#)),
+        segments(2, &words(2, r#"{"word":"a\u00e9","start_ms":1.,"end_ms":.5}"#)),
+        segments(2, &words(2, r#"{"word":"tab	in","start_ms":1}"#)),
+        segments(2, &words(2, r#"{"word":"a","start_ms":1,}"#)),
+        segments(2, &words(2, r#"{"word":"a""start_ms":1}"#)),
+        segments(2, &words(2, r#"{"word":"a","end_ms":2"#)),
+        segments(2, &words(2, r#"{}"#)),
         segments(1, &words(1, &format!(r#"{{"start_ms":{}{}}}"#, "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH)))),
         format!(
             r#"{{"transcript_with_tool_calls":[{}],"metadata":{{"a":[{}]}}}}"#,
@@ -316,4 +336,125 @@ fn the_documented_limits_are_the_enforced_ones() {
             assert!(row.contains(&format!("| {} |", with_commas(limit))), "{file}: {row} (enforced: {limit})");
         }
     }
+}
+
+/// What the counted parse's reader (`api::reader`) reads of `text` is what serde_json reads,
+/// value for value and number for number (compared as written back: `-0.0` is not `0`, `1.0`
+/// is not `1`); where serde_json refuses, so does the reader. (The reader may refuse more:
+/// the body is then judged by serde_json, as `same` checks.)
+fn reads_as_serde_json(text: &str) -> bool {
+    use serde::Deserialize;
+    let ours = {
+        let mut reader = Reader::new(text);
+        serde_json::Value::deserialize(&mut reader).and_then(|v| reader.end().map(|()| v))
+    };
+    match (ours, serde_json::from_str::<serde_json::Value>(text)) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.to_string(), b.to_string(), "{text}");
+            true
+        }
+        (Ok(a), Err(e)) => panic!("the reader read {a} where serde_json refuses ({e}): {text}"),
+        (Err(_), _) => false,
+    }
+}
+
+/// Values a call holds, each read by the reader (refused, the fast path would not be
+/// taken), and read as serde_json reads them.
+#[test]
+fn the_reader_reads_what_serde_json_reads() {
+    let read = [
+        "0",
+        "-0",
+        "-0.0",
+        "0.0",
+        "1",
+        "-1",
+        "12.50",
+        "0.05",
+        "-12.5",
+        "123456789012345678",
+        "-123456789012345678",
+        "0.99999999999999999",
+        "1.0",
+        "true",
+        "false",
+        "null",
+        r#""""#,
+        r#""plain""#,
+        r#""é€𝄞""#,
+        r#""\u00e9\/\b\f\n\r\t\"\\""#,
+        r#""\ud83d\ude00""#,
+        r#""\u0000""#,
+        r#""a\u0041b\\c""#,
+        "[]",
+        "{}",
+        " [ 1 , [ ] , { } , \"a\" ] ",
+        "{\"a\":{\"b\":[1,{\"c\":null}]},\"\":0}",
+        "{ \"k\" : 1 , \"k\" : 2 }",
+        "[0.1,0.2,0.30000000000000004,9007199254740993]",
+    ];
+    for text in read {
+        assert!(reads_as_serde_json(text), "the reader refused {text}");
+    }
+    for seed in 1..4 {
+        let body = String::from_utf8(callgen::create_call_minutes(2.0, seed)).unwrap();
+        assert!(reads_as_serde_json(&body), "the reader refused callgen's call, seed {seed}");
+    }
+}
+
+/// Every shape, seed and edge here, and token soups of JSON's pieces: never a value
+/// serde_json does not read, never a different one.
+#[test]
+fn the_reader_never_reads_otherwise_than_serde_json() {
+    for body in bodies() {
+        if let Ok(text) = std::str::from_utf8(body) {
+            reads_as_serde_json(text);
+        }
+    }
+    let pieces = [
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        " ",
+        "\n",
+        r#""a""#,
+        r#""\u00e9""#,
+        r#""\ud800""#,
+        r#""\ud800\u0041""#,
+        r#""\udc00""#,
+        r#""\q""#,
+        "\"\t\"",
+        "0",
+        "-0",
+        "01",
+        "1.",
+        ".5",
+        "1e5",
+        "-",
+        "0.5",
+        "18446744073709551616",
+        "1234567890123456789",
+        "true",
+        "nul",
+        "null",
+        "-1",
+        "2.2250738585072011e-308",
+        "\"",
+        "\\",
+    ];
+    let mut rng = 7u64;
+    let mut next = |n: usize| {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (rng >> 33) as usize % n
+    };
+    let mut read = 0;
+    for _ in 0..60_000 {
+        let len = 1 + next(12);
+        let text: String = (0..len).map(|_| pieces[next(pieces.len())]).collect();
+        read += usize::from(reads_as_serde_json(&text));
+    }
+    assert!(read > 1_000, "too few soups were JSON to compare ({read})");
 }
