@@ -1332,7 +1332,7 @@ async fn a_calls_unpaced_copy_waits_behind_its_older_paced_one() {
 
 /// A large send S of a new call reads no call, and writes its frame (answered late);
 /// meanwhile T creates the call and an erase of it begins and marks it. S's create finds the
-/// call being erased and S waits (202). S's instance's clock runs 300 ms ahead: its receipt
+/// call being erased and S waits (202). S's instance's clock runs 2 s ahead: its receipt
 /// is after the erase's boundary, so its pending copy is not the erase's to drop and is
 /// stored anew once the erase is done, with its frame, under the same key. S must not remove
 /// that frame as it waits: a DELETE of it arriving late would take the frame of a stored
@@ -1347,7 +1347,8 @@ async fn a_send_that_waits_for_an_erase_not_covering_it_leaves_its_frame_for_its
     let body = large_body(call_id, 23);
     let raw = serde_json::to_vec(&body).unwrap();
     let doc = call_ingest_core::call::ingest(Operation::CreateCall, &raw).unwrap();
-    let receipt = Receipt::new(now_ms() + 300).unwrap();
+    // Far enough ahead that the erase, however slow this machine, begins before it.
+    let receipt = Receipt::new(now_ms() + 2_000).unwrap();
     // S's frame is written at once and answered 1.2 s late; its DELETE, if it sends one,
     // arrives a second time 8 s late. The erase waits 4 s on a listing once it has marked.
     f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 1.2,

@@ -185,7 +185,6 @@ impl Frames {
         Ok(())
     }
 
-    /// Deletes the object at `key` (deleting one that is gone succeeds).
     /// Copies `from` to `to` (with `metadata` in place of its own, when given), then deletes
     /// `from`. Run twice, it copies the same bytes again: the copy's name is the
     /// submission's own (a pending or held key), and committing it twice stores it once.
@@ -208,6 +207,7 @@ impl Frames {
         self.delete(from).await
     }
 
+    /// Deletes the object at `key` (deleting one that is gone succeeds).
     pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.client.delete_object().bucket(&self.bucket).key(key).send().await.map_err(StoreError::from_sdk)?;
         Ok(())

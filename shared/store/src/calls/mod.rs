@@ -318,10 +318,13 @@ impl Store {
             // was written: it goes pending, and its copy is dropped (by the erase, or when
             // committed: `after_erase`, whose frame is then erased). Left here, a frame
             // written after the erase looked for this send's frames would outlive the erase.
+            // Erased with a marker, not deleted: nothing will ever name this key, and a copy
+            // of the frame's PUT arriving late then fails on the marker (`If-None-Match`)
+            // instead of bringing the content back (a reviewer's find).
             // (Received after the erase's boundary, the send's copy is stored anew over the
-            // tombstone under the same frame key: that frame is left for it, since this
-            // DELETE, arriving late, would take the frame of a stored call.)
-            if let Err(e) = self.frames.delete(key).await {
+            // tombstone under the same frame key: that frame is left for it, since a DELETE
+            // or a marker arriving late would take the frame of a stored call.)
+            if let Err(e) = self.frames.erase(key).await {
                 tracing::warn!(error = %e, "the frame of a send that waits was not removed");
             }
         }
