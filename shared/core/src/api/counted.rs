@@ -79,6 +79,7 @@ fn read<'de, T: de::Deserialize<'de>>(body: &'de [u8], layout: Layout, plain_wor
     // body that is not UTF-8 is not JSON: judged as before.
     let Ok(text) = std::str::from_utf8(body) else { return Counted::Unsure };
     let state = State { tally: RefCell::new(Tally::stopping(layout)), stop: RefCell::new(None), plain_words };
+    super::plain_word::forget();
     let mut de = super::reader::Reader::new(text);
     let unwrapped = plain_words.then(super::lenient::Unwrapped::start);
     let parsed = T::deserialize(Wrap { inner: &mut de, state: &state }).and_then(|t| de.end().map(|()| t));

@@ -33,6 +33,11 @@ impl ReadPlain for Word {
     }
 }
 
+/// Drops a word set aside and not taken (none is, but a parse starts with nothing left).
+pub fn forget() {
+    READ.with(|w| w.borrow_mut().take());
+}
+
 /// The most digits a number may have: 10^18 < 2^64, so they fit a `u64`.
 pub(crate) const MAX_DIGITS: usize = 18;
 

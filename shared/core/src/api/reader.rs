@@ -349,11 +349,81 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
         refused("an enum")
     }
 
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
-        unit_struct seq tuple tuple_struct map struct identifier ignored_any
+    /// serde_json reads an ignored value without visiting it, then visits a unit.
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_any(de::IgnoredAny)?;
+        visitor.visit_unit()
     }
+
+    // A typed read is serde_json's only where the value is of that type (serde_json refuses
+    // the others as "invalid type"): checked by the value's first byte, then read as any.
+    typed! {
+        deserialize_bool(b't' | b'f'),
+        deserialize_i8(b'-' | b'0'..=b'9'), deserialize_i16(b'-' | b'0'..=b'9'),
+        deserialize_i32(b'-' | b'0'..=b'9'), deserialize_i64(b'-' | b'0'..=b'9'),
+        deserialize_u8(b'-' | b'0'..=b'9'), deserialize_u16(b'-' | b'0'..=b'9'),
+        deserialize_u32(b'-' | b'0'..=b'9'), deserialize_u64(b'-' | b'0'..=b'9'),
+        deserialize_f64(b'-' | b'0'..=b'9'),
+        deserialize_char(b'"'), deserialize_str(b'"'), deserialize_string(b'"'), deserialize_identifier(b'"'),
+        deserialize_unit(b'n'), deserialize_seq(b'['), deserialize_map(b'{'),
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_unit(visitor)
+    }
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.next_token()? {
+            b'[' | b'{' => self.deserialize_any(visitor),
+            _ => refused("not a struct"),
+        }
+    }
+
+    // Read otherwise by serde_json (single precision, bytes, 128-bit visits): not here.
+    refuse! { deserialize_f32 deserialize_i128 deserialize_u128 deserialize_bytes deserialize_byte_buf }
 }
+
+/// Typed reads that check the value's first byte, then read it as any value.
+macro_rules! typed {
+    ($($method:ident($first:pat)),* $(,)?) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                match self.next_token()? {
+                    $first => self.deserialize_any(visitor),
+                    _ => refused("invalid type"),
+                }
+            }
+        )*
+    };
+}
+use typed;
+
+/// Reads this reader leaves to serde_json.
+macro_rules! refuse {
+    ($($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
+                refused("not read here")
+            }
+        )*
+    };
+}
+use refuse;
 
 struct Seq<'r, 'de> {
     reader: &'r mut Reader<'de>,
@@ -434,8 +504,33 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
     ) -> Result<V::Value, Error> {
         refused("an enum")
     }
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-        unit_struct newtype_struct seq tuple tuple_struct map struct identifier ignored_any
+    // A key is read as a string (serde_json reads a key as a number or other types for
+    // such maps: not here).
+    serde::forward_to_deserialize_any! { char str string identifier }
+    refuse! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128 deserialize_f32
+        deserialize_f64 deserialize_bytes deserialize_byte_buf deserialize_option deserialize_unit
+        deserialize_seq deserialize_map deserialize_ignored_any
+    }
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Error> {
+        refused("not read here")
+    }
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Error> {
+        refused("not read here")
+    }
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Error> {
+        refused("not read here")
+    }
+    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, _: usize, _: V) -> Result<V::Value, Error> {
+        refused("not read here")
+    }
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Error> {
+        refused("not read here")
     }
 }

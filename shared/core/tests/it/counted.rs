@@ -458,3 +458,32 @@ fn the_reader_never_reads_otherwise_than_serde_json() {
     }
     assert!(read > 1_000, "too few soups were JSON to compare ({read})");
 }
+
+/// A typed read of a value of another type is refused, as serde_json refuses it (a
+/// visitor that takes both would otherwise be handed what serde_json never hands it).
+#[test]
+fn the_reader_refuses_a_typed_read_of_another_type() {
+    use serde::Deserialize;
+    fn refused<T: for<'de> Deserialize<'de> + std::fmt::Debug>(text: &str) {
+        assert!(serde_json::from_str::<T>(text).is_err(), "serde_json reads {text}");
+        let mut reader = Reader::new(text);
+        let ours = T::deserialize(&mut reader);
+        assert!(ours.is_err(), "the reader read {text} as {ours:?}");
+    }
+    refused::<u64>(r#""7""#);
+    refused::<String>("7");
+    refused::<bool>("1");
+    refused::<()>("0");
+    refused::<Vec<u64>>("{}");
+    refused::<std::collections::BTreeMap<String, u64>>("[]");
+    refused::<(u64,)>(r#""x""#);
+    // Read by serde_json, left to it here: numeric keys, single precision.
+    let mut reader = Reader::new(r#"{"1":2}"#);
+    assert!(std::collections::HashMap::<u32, u32>::deserialize(&mut reader).is_err());
+    let mut reader = Reader::new("0.1");
+    assert!(f32::deserialize(&mut reader).is_err());
+    // And the typed reads it takes give what serde_json gives.
+    let mut reader = Reader::new(r#"[7, "x", true, null]"#);
+    let ours = <(u64, String, bool, ())>::deserialize(&mut reader).unwrap();
+    assert_eq!(ours, serde_json::from_str::<(u64, String, bool, ())>(r#"[7, "x", true, null]"#).unwrap());
+}
