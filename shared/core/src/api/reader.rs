@@ -251,6 +251,25 @@ impl<'de> Reader<'de> {
         }
     }
 
+    /// Whether another element or member follows (its comma taken, whitespace skipped), or
+    /// `close` is next (not taken). Only the first may come without a comma; a comma before
+    /// `close` is refused.
+    fn more(&mut self, close: u8, first: &mut bool) -> Result<bool, Error> {
+        match self.next_token()? {
+            b if b == close => return Ok(false),
+            b',' if !*first => {
+                self.at += 1;
+                if self.next_token()? == close {
+                    return refused("a trailing comma");
+                }
+            }
+            _ if *first => {}
+            _ => return refused("expected a comma or the end"),
+        }
+        *first = false;
+        Ok(true)
+    }
+
     fn descend(&mut self) -> Result<(), Error> {
         self.depth += 1;
         match self.depth > MAX_DEPTH {
@@ -433,19 +452,10 @@ struct Seq<'r, 'de> {
 impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
     type Error = Error;
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
-        match self.reader.next_token()? {
-            b']' => return Ok(None),
-            b',' if !self.first => {
-                self.reader.at += 1;
-                if self.reader.next_token()? == b']' {
-                    return refused("a trailing comma");
-                }
-            }
-            _ if self.first => {}
-            _ => return refused("expected , or ]"),
+        match self.reader.more(b']', &mut self.first)? {
+            true => seed.deserialize(&mut *self.reader).map(Some),
+            false => Ok(None),
         }
-        self.first = false;
-        seed.deserialize(&mut *self.reader).map(Some)
     }
 }
 
@@ -457,16 +467,9 @@ struct Map<'r, 'de> {
 impl<'de> MapAccess<'de> for Map<'_, 'de> {
     type Error = Error;
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
-        match self.reader.next_token()? {
-            b'}' => return Ok(None),
-            b',' if !self.first => {
-                self.reader.at += 1;
-                self.reader.whitespace();
-            }
-            _ if self.first => {}
-            _ => return refused("expected , or }"),
+        if !self.reader.more(b'}', &mut self.first)? {
+            return Ok(None);
         }
-        self.first = false;
         match self.reader.peek() {
             Some(b'"') => seed.deserialize(Key { reader: &mut *self.reader }).map(Some),
             _ => refused("a key that is not a string"),
