@@ -8,6 +8,7 @@ pub mod counted;
 pub mod counts;
 pub mod create_call;
 pub mod free;
+mod json_number;
 pub mod lenient;
 pub mod messages;
 pub mod number;

@@ -5,7 +5,7 @@
 //! read per field. So the counted parse's reader (`reader`) hands each word to [`read_at`],
 //! which reads the usual shape directly, in one pass: an object of `word`, `start_ms`,
 //! `end_ms` and `confidence`, each at most once, a string without escapes or control
-//! characters, and non-negative numbers of at most 18 digits without exponents. Anything
+//! characters, and non-negative numbers as `json_number` reads them. Anything
 //! else (an escape, a null, another field, a negative number, a long one) is left to the
 //! record, which reads it as before.
 //!
@@ -19,6 +19,7 @@ use std::cell::RefCell;
 use compact_str::CompactString;
 
 use super::create_call::Word;
+use super::json_number::{self, JsonNumber};
 use super::lenient::ReadPlain;
 use super::number::Number;
 
@@ -37,13 +38,6 @@ impl ReadPlain for Word {
 pub fn forget() {
     READ.with(|w| w.borrow_mut().take());
 }
-
-/// The most digits a number may have: 10^18 < 2^64, so they fit a `u64`.
-pub(crate) const MAX_DIGITS: usize = 18;
-
-/// Powers of ten as serde_json writes them (`POW10`): exact up to 10^22.
-pub(crate) const POW10: [f64; MAX_DIGITS + 1] =
-    [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18];
 
 /// Reads the word of the usual shape that starts at byte `at` of `text`, and sets it aside
 /// for the record to take: the byte after it, or `None` (nothing set aside) when what
@@ -148,38 +142,16 @@ impl<'a> Bytes<'a> {
         Some(text)
     }
 
-    /// A non-negative number of at most [`MAX_DIGITS`] digits and no exponent.
+    /// A non-negative number read as serde_json reads it (`json_number`).
     fn number(&mut self) -> Option<Number> {
         self.skip_whitespace();
-        let first = self.at;
-        let mut significand: u64 = 0;
-        let mut digits = 0;
-        let mut fraction = 0;
-        let mut point = false;
-        while let Some(b) = self.peek(0) {
-            match b {
-                b'0'..=b'9' => {
-                    digits += 1;
-                    fraction += usize::from(point);
-                    if digits > MAX_DIGITS {
-                        return None;
-                    }
-                    significand = significand * 10 + u64::from(b - b'0');
-                }
-                b'.' if !point && digits > 0 => point = true,
-                _ => break,
-            }
-            self.at += 1;
+        let (number, end) = json_number::read(self.text.as_bytes(), self.at)?;
+        self.at = end;
+        match number {
+            // At most 18 digits: an `i64`, as the record's `Number::from_u64` makes it.
+            JsonNumber::U64(v) => Some(Number::Int(v as i64)),
+            JsonNumber::F64(f) if f.is_sign_positive() => Some(Number::Float(f)),
+            _ => None,
         }
-        if digits == 0 || (self.text.as_bytes()[first] == b'0' && digits - fraction > 1) || (point && fraction == 0) {
-            return None;
-        }
-        if let Some(b'e' | b'E') = self.peek(0) {
-            return None;
-        }
-        Some(match point {
-            true => Number::Float(significand as f64 / POW10[fraction]),
-            false => Number::Int(significand as i64),
-        })
     }
 }

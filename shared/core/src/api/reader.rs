@@ -13,7 +13,7 @@
 //! it without `float_roundtrip`), the same string (escapes decoded as serde_json decodes them).
 //!
 //! **Refused, not guessed.** What it does not read exactly as serde_json would (a number with
-//! an exponent or of more than 18 digits, a lone surrogate escape, nesting deeper than 100)
+//! an exponent or of more than 18 digits (`json_number`), a lone surrogate escape, nesting deeper than 100)
 //! is an error, as is anything that is not JSON. The counted parse then answers
 //! `Counted::Unsure`, and the body is judged by the count scan and serde_json, as before:
 //! slower, never different. `tests/it/counted.rs` compares both readings on every shape it
@@ -23,6 +23,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
+use super::json_number::{self, JsonNumber};
 use super::plain_word;
 
 use super::lenient::PLAIN_WORD;
@@ -210,44 +211,14 @@ impl<'de> Reader<'de> {
 
     /// A number, visited as serde_json visits it.
     fn number<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
-        let negative = self.peek() == Some(b'-');
-        self.at += usize::from(negative);
-        let bytes = self.bytes();
-        let first = self.at;
-        let mut significand: u64 = 0;
-        let mut digits = 0usize;
-        let mut fraction = 0usize;
-        let mut point = false;
-        while let Some(&b) = bytes.get(self.at) {
-            match b {
-                b'0'..=b'9' => {
-                    digits += 1;
-                    fraction += usize::from(point);
-                    if digits > plain_word::MAX_DIGITS {
-                        return refused("a number of more than 18 digits");
-                    }
-                    significand = significand * 10 + u64::from(b - b'0');
-                }
-                b'.' if !point && digits > 0 => point = true,
-                _ => break,
-            }
-            self.at += 1;
-        }
-        if digits == 0 || (bytes[first] == b'0' && digits - fraction > 1) || (point && fraction == 0) {
-            return refused("an invalid number");
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            return refused("a number with an exponent");
-        }
-        match (point, negative) {
-            (true, _) => {
-                let f = significand as f64 / plain_word::POW10[fraction];
-                visitor.visit_f64(if negative { -f } else { f })
-            }
-            (false, false) => visitor.visit_u64(significand),
-            // serde_json reads `-0` as a decimal.
-            (false, true) if significand == 0 => visitor.visit_f64(-0.0),
-            (false, true) => visitor.visit_i64(-(significand as i64)),
+        let Some((number, end)) = json_number::read(self.bytes(), self.at) else {
+            return refused("a number not read here");
+        };
+        self.at = end;
+        match number {
+            JsonNumber::U64(v) => visitor.visit_u64(v),
+            JsonNumber::I64(v) => visitor.visit_i64(v),
+            JsonNumber::F64(v) => visitor.visit_f64(v),
         }
     }
 
@@ -471,7 +442,9 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
             return Ok(None);
         }
         match self.reader.peek() {
-            Some(b'"') => seed.deserialize(Key { reader: &mut *self.reader }).map(Some),
+            // Read by the reader itself: a string, visited as serde_json visits a key (a typed
+            // read of another type is refused).
+            Some(b'"') => seed.deserialize(&mut *self.reader).map(Some),
             _ => refused("a key that is not a string"),
         }
     }
@@ -483,57 +456,5 @@ impl<'de> MapAccess<'de> for Map<'_, 'de> {
             }
             _ => refused("expected :"),
         }
-    }
-}
-
-/// An object's key: always a string.
-struct Key<'r, 'de> {
-    reader: &'r mut Reader<'de>,
-}
-
-impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
-    type Error = Error;
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.reader.string()? {
-            Text::Borrowed(s) => visitor.visit_borrowed_str(s),
-            Text::Decoded(s) => visitor.visit_str(s),
-        }
-    }
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Error> {
-        refused("an enum")
-    }
-    // A key is read as a string (serde_json reads a key as a number or other types for
-    // such maps: not here).
-    serde::forward_to_deserialize_any! { char str string identifier }
-    refuse! {
-        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
-        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128 deserialize_f32
-        deserialize_f64 deserialize_bytes deserialize_byte_buf deserialize_option deserialize_unit
-        deserialize_seq deserialize_map deserialize_ignored_any
-    }
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Error> {
-        refused("not read here")
-    }
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Error> {
-        refused("not read here")
-    }
-    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Error> {
-        refused("not read here")
-    }
-    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, _: usize, _: V) -> Result<V::Value, Error> {
-        refused("not read here")
-    }
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        _: &'static [&'static str],
-        _: V,
-    ) -> Result<V::Value, Error> {
-        refused("not read here")
     }
 }
