@@ -251,11 +251,18 @@ def test_vapis_bearer_credential_is_accepted_and_its_secret_read_from_no_other_h
 
 
 def warm(stack, url, secret, provider="retell"):
-    """Enough signed requests that every instance of provider-webhook has read the hook
-    (a provider's reports come often; an idle instance is the only one that has not)."""
+    """Signed requests until every instance of provider-webhook has read the hook (a
+    provider's reports come often; an idle instance is the only one that has not). Sent
+    `instances` at once, three rounds: each idle instance, waiting on the runtime API,
+    takes one of a round. (One after another, they went to whichever instance asked first:
+    an instance could be left out, and the test after it met a 503 in CI.)"""
+    from concurrent.futures import ThreadPoolExecutor
     body = fixture("vapi_status_update") if provider == "vapi" else fixture("retell_call_started")
-    for _ in range(3 * stack.instances):
-        assert post(url, body, sent_headers(provider, secret, body)).status == 200
+    with ThreadPoolExecutor(stack.instances) as pool:
+        for _ in range(3):
+            answers = list(pool.map(lambda _: post(url, body, sent_headers(provider, secret, body)),
+                                    range(stack.instances)))
+            assert all(a.status == 200 for a in answers), answers
 
 
 @pytest.mark.parametrize("fault", [
