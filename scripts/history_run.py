@@ -119,8 +119,8 @@ def shape(rng, call, markers, templates):
     layer's `contains` (a rule the episodes do not clear): the erase's S3 marker over the
     frame applied 3 s late; A's DynamoDB requests failing until A is answered (202) and its
     commit reading its copy 2 s late, so that B is stored first; in place of the third, A's
-    write applied but its reply held 4.5 s (202), then B, then a pause; or an S3 DELETE of
-    a frame of the call (a send that waits for the erase removes its own) applied 3 s late."""
+    write applied but its reply held 4.5 s (202), then B, then a pause; or the first S3
+    write under the call's frames after the erase began applied 3 s late."""
     first_marker = next(markers)
     large = rng.random() < 0.7
     first = templates.create(call, first_marker, large)
@@ -165,15 +165,16 @@ def shape(rng, call, markers, templates):
             Planned("create", call, first_marker, first, "one_shot", "replay"),
             Planned("create", call, second_marker, second, "one_shot", "replay"),
         ))
-    # A send that meets the erase may wait (202) and remove the frame it wrote: that S3
-    # DELETE applied 3 s late must not reach a frame its pending copy, or anything stored
-    # since, wrote under the same key.
-    late_delete = ({"service": "s3", "op": "DeleteObject", "fault": "late", "seconds": 3, "times": 1,
-                    "table": "{bucket}", "contains": "frames/{folder}"},) if aim else ()
+    # The first S3 write under the call's frames once the erase begins (its marker over A's
+    # frame, B's frame, or the marker a send that waits for the erase writes over its own)
+    # applied 3 s late: it must not blank a frame stored since under the same key, nor
+    # bring erased content back.
+    late_write = ({"service": "s3", "op": "PutObject", "fault": "late", "seconds": 3, "times": 1,
+                   "table": "{bucket}", "contains": "frames/{folder}"},) if aim else ()
     return Planned("create", call, first_marker, first, "one_shot", "shape: a send during its erase", (
-        Planned("erase", call, None, None, "retrying", arm=late_delete),
+        Planned("erase", call, None, None, "retrying", arm=late_write),
         Planned("create", call, second_marker, second, "one_shot", alongside=round(rng.uniform(0, 0.05), 3),
-                disarm=bool(late_delete)),
+                disarm=bool(late_write)),
     ))
 
 

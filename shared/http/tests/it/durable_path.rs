@@ -201,6 +201,37 @@ async fn an_erased_calls_pending_copy_leaves_no_frame_and_its_failed_copies_are_
     f.t.delete().await;
 }
 
+/// The pending copy of an erased call is dropped when committed, and its frame blanked; when
+/// S3 refuses that marker, the copy is kept (not deleted with the frame left, which nothing
+/// would look for again), and the next sweep blanks the frame and drops it.
+#[tokio::test]
+async fn a_dropped_copy_whose_frame_cannot_be_blanked_is_kept_until_it_is() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post(&f, &large_body("unblanked", 3)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post(&f, &large_body("unblanked", 4)).await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    let key = pending(&f).await.remove(0);
+    let aside = format!("aside/{key}");
+    copy(&f, &key, &aside).await;
+    f.backend.store().erase_call(1, "unblanked", id).await.unwrap();
+    // The copy comes back after the erase's listing (its PUT arrived late).
+    copy(&f, &aside, &key).await;
+    f.t.fault(json!({"service": "s3", "op": "PutObject", "fault": "internal", "contains": "frames/", "times": 1000,
+                     "table": f.t.bucket}));
+    let swept = sweep_within(&f, 1).await;
+    assert_eq!((swept.erased, swept.left), (0, 1), "{swept:?}");
+    assert_eq!(pending(&f).await, [key.clone()], "the copy is kept while its frame holds content");
+    f.t.clear_faults(&f.t.bucket);
+    let swept = sweep(&f).await;
+    assert_eq!((swept.erased, swept.committed), (1, 0), "{swept:?}");
+    let left: Vec<String> = f.t.objects().await.into_iter().filter(|k| !k.starts_with("aside/")).collect();
+    assert_eq!(left, Vec::<String>::new(), "no frame or copy of the erased call is left");
+    f.t.delete().await;
+}
+
 /// An erase answered 503 part-way leaves the call marked: a different submission then waits
 /// (202) instead of reviving the erased content as a readable revision; the erase, retried,
 /// takes it too (it was sent before the retry).

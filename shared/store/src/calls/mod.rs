@@ -309,6 +309,13 @@ impl Store {
         };
         if let (true, true, Some((key, _))) = (unused, attempt.wrote_frame, &external) {
             if let Err(e) = self.frames.erase(key).await {
+                // A pending copy is kept until its frame is blanked: deleted with the frame
+                // left, nothing would look for that frame again, and it would keep content
+                // an erase covered (a fresh reader's find). Committed again, it finds the
+                // same verdict and blanks the frame then.
+                if path == Path::Pending {
+                    return Err(e);
+                }
                 tracing::warn!(error = %e, "an unused frame was not removed");
             }
         }
