@@ -493,8 +493,11 @@ def wait_for_commits(stack, within=COMMIT_WITHIN):
     """Seconds until every pending submission was committed, or None past `within`."""
     started = time.time()
     while time.time() - started < within:
-        if not pending_objects(stack):
+        left = len(pending_objects(stack))
+        if not left:
             return time.time() - started
+        if int(time.time() - started) % 10 == 0:
+            print(f"  {time.time() - started:.0f} s after the faults: {left} pending", file=sys.stderr)
         time.sleep(1)
     return None
 

@@ -1,8 +1,10 @@
 """Accepted calls are committed through the queue, as in AWS: S3 announces each pending
 object on an SQS queue, and commit-pending, fed by the event source mapping
 (devstack.queues), commits it within seconds. Here the sweep never runs (its schedule is an
-hour), so only the queue can commit; a commit that keeps failing ends in the dead-letter
-queue, and its call is not lost: the object stays in S3, and a redrive commits it."""
+hour), so only the queue can commit; a commit that fails comes back within seconds (the
+function sets its visibility: here 1 s, then doubling), not at the queue's visibility
+timeout (60 s here); a commit that keeps failing ends in the dead-letter queue, and its
+call is not lost: the object stays in S3, and a redrive commits it."""
 import json
 import os
 import time
@@ -16,7 +18,7 @@ from devstack.stack import Stack, wait_for
 @pytest.fixture(scope="module")
 def queued():
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "call-ingest-e2e-queue.log"), "w")
-    env = {"LOCAL_SCHEDULE_SECONDS": "3600", "LOCAL_QUEUE_VISIBILITY_SECONDS": "1"}
+    env = {"LOCAL_SCHEDULE_SECONDS": "3600", "PENDING_RETRY_SECONDS": "1"}
     with Stack(instances=1, log=log, env=env) as s:
         yield s
 
@@ -36,9 +38,11 @@ def body(stack, call_id):
     return json.dumps(generated).encode()
 
 
-def accepted_during_an_outage(stack, call_id):
+def accepted_during_an_outage(stack, call_id, lasting=0):
+    """Posts `call_id` while the Calls table fails; the outage lasts `lasting` seconds more."""
     stack.faults.add({"op": "*", "fault": "internal", "times": 100000, "table": stack.calls_table})
     a = stack.post_create_call(body(stack, call_id))
+    time.sleep(lasting)
     stack.faults.clear(table=stack.calls_table)
     assert a.status == 202, a
     return a
@@ -60,6 +64,17 @@ def test_an_accepted_call_is_committed_through_the_queue_within_seconds(queued):
     assert pending(queued) == []
     again = queued.post_create_call(body(queued, "via-queue"))
     assert (again.status, again.body["is_new"], again.body["id"]) == (200, False, stored["id"])
+
+
+def test_a_commit_that_failed_is_tried_again_within_seconds_not_at_the_visibility_timeout(queued):
+    # The outage outlasts the queue's first delivery: that commit fails, and without the
+    # function's own visibility change the message would come back only after 60 s.
+    accepted_during_an_outage(queued, "tried-again", lasting=4)
+    started = time.time()
+    stored = wait_for(lambda: queued.get_call("tried-again"), 15)
+    assert stored is not None, "not committed within 15 s of DynamoDB's return (the queue's visibility is 60 s)"
+    print(f"committed {time.time() - started:.1f} s after DynamoDB returned")
+    assert pending(queued) == []
 
 
 def test_a_commit_that_keeps_failing_is_dead_lettered_and_its_call_kept_for_a_redrive(queued):

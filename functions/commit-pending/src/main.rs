@@ -3,7 +3,9 @@
 //!
 //! - **the queue** (SQS, fed by S3's notification of each pending object): commits that
 //!   submission within seconds, with the older ones of its call before it. A message whose
-//!   commit failed is named in `batchItemFailures` and comes back after the queue's
+//!   commit failed is named in `batchItemFailures`, and the function tells SQS to hand it back soon (`ChangeMessageVisibility`: 5 s, then
+//!   doubling, at most a minute; `queue::retry_after`), so that a backlog left by an
+//!   outage is committed within seconds of storage's return, not at the queue's 6-minute
 //!   visibility timeout; after 5 receipts it goes to the dead-letter queue. A paced copy
 //!   (a send over its workspace's budget) of a workspace still over it commits nothing
 //!   here: the sweep paces it.
@@ -27,13 +29,20 @@ use serde_json::{json, Value};
 /// timed out would be retried whole (a batch's messages all come back).
 const SWEEP_BUDGET: Duration = Duration::from_secs(30);
 
+/// `PENDING_RETRY_SECONDS`: how long a message whose commit failed first stays hidden
+/// (then doubled at each receipt; `queue::retry_after`), 1 to 60; 5 unless set.
+const RETRY_BASE_SECS: u32 = 5;
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let backend = &start().await?;
+    let sqs = &backend.sqs_client();
+    let base = std::env::var("PENDING_RETRY_SECONDS").ok().and_then(|v| v.trim().parse().ok());
+    let base = &base.filter(|b| (1..=queue::MAX_RETRY_SECS).contains(b)).unwrap_or(RETRY_BASE_SECS);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let started = Instant::now();
         match queue::messages(&event.payload, &backend.config.frames_bucket) {
-            Some(batch) => Ok::<_, Error>(commit_batch(backend, batch, started + SWEEP_BUDGET).await),
+            Some(batch) => Ok::<_, Error>(commit_batch(backend, sqs.as_ref(), *base, batch, started + SWEEP_BUDGET).await),
             None => sweep(backend, started).await,
         }
     }))
@@ -41,8 +50,15 @@ async fn main() -> Result<(), Error> {
 }
 
 /// Commits the submissions a batch of queue messages announces, the messages at once;
-/// answers the messages to deliver again (SQS's partial batch response).
-async fn commit_batch(backend: &Backend, batch: Vec<queue::Message>, deadline: Instant) -> Value {
+/// answers the messages to deliver again (SQS's partial batch response), having told SQS
+/// to hand them back soon.
+async fn commit_batch(
+    backend: &Backend,
+    sqs: Option<&aws_sdk_sqs::Client>,
+    base: u32,
+    batch: Vec<queue::Message>,
+    deadline: Instant,
+) -> Value {
     let failed = futures_util::future::join_all(batch.iter().map(|message| async move {
         for key in &message.keys {
             match backend.commit_notified(key, deadline).await {
@@ -52,14 +68,49 @@ async fn commit_batch(backend: &Backend, batch: Vec<queue::Message>, deadline: I
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "queued commit failed; the message comes back");
-                    return Some(json!({ "itemIdentifier": message.id }));
+                    return Some(message);
                 }
             }
         }
         None
     }))
     .await;
-    json!({ "batchItemFailures": failed.into_iter().flatten().collect::<Vec<_>>() })
+    let failed: Vec<&queue::Message> = failed.into_iter().flatten().collect();
+    if let Some(sqs) = sqs {
+        again_soon(sqs, base, &failed).await;
+    }
+    json!({ "batchItemFailures": failed.iter().map(|m| json!({ "itemIdentifier": m.id })).collect::<Vec<_>>() })
+}
+
+/// Makes the failed messages visible again after [`queue::retry_after`] (one
+/// ChangeMessageVisibilityBatch per queue; a batch holds at most 10, as an event does). A
+/// change refused leaves the message to the queue's own visibility timeout, as before.
+async fn again_soon(sqs: &aws_sdk_sqs::Client, base: u32, failed: &[&queue::Message]) {
+    use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry as Entry;
+    let mut by_queue: std::collections::BTreeMap<&str, Vec<Entry>> = Default::default();
+    for (i, m) in failed.iter().enumerate() {
+        let Some(url) = m.again.queue_url.as_deref().filter(|_| !m.again.receipt.is_empty()) else { continue };
+        let entry = Entry::builder()
+            .id(i.to_string())
+            .receipt_handle(&m.again.receipt)
+            .visibility_timeout(queue::retry_after(m.again.received, base) as i32)
+            .build();
+        if let Ok(entry) = entry {
+            by_queue.entry(url).or_default().push(entry);
+        }
+    }
+    for (url, entries) in by_queue {
+        for chunk in entries.chunks(10) {
+            let sent = sqs.change_message_visibility_batch().queue_url(url).set_entries(Some(chunk.to_vec())).send().await;
+            match sent {
+                Ok(out) if !out.failed.is_empty() => {
+                    tracing::warn!(failed = out.failed.len(), "some messages keep the queue's visibility timeout")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "visibility not changed"),
+            }
+        }
+    }
 }
 
 /// How long the release of held reports may take of the sweep's budget.

@@ -22,7 +22,19 @@ struct SqsEvent {
 struct SqsMessage {
     message_id: String,
     #[serde(default)]
+    receipt_handle: String,
+    #[serde(default)]
     body: String,
+    #[serde(default)]
+    attributes: Attributes,
+    #[serde(rename = "eventSourceARN", default)]
+    event_source_arn: String,
+}
+
+#[derive(Deserialize, Default)]
+struct Attributes {
+    #[serde(rename = "ApproximateReceiveCount", default)]
+    receive_count: String,
 }
 
 /// S3's notification; its test message (`"Event": "s3:TestEvent"`) has no `Records`.
@@ -57,11 +69,47 @@ struct Keyed {
 }
 
 /// One message of a batch: its id (what a partial batch failure names) and the pending
-/// keys of `bucket` it announces (none for S3's test message or another bucket's object).
+/// keys of `bucket` it announces (none for S3's test message or another bucket's object);
+/// how to make it come back sooner ([`Again`]).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Message {
     pub id: String,
     pub keys: Vec<String>,
+    pub again: Again,
+}
+
+/// What ChangeMessageVisibility needs of a message: its queue's URL, its receipt handle,
+/// and how many times it was received (this time included).
+#[derive(Debug, PartialEq, Eq, Default)]
+pub struct Again {
+    pub queue_url: Option<String>,
+    pub receipt: String,
+    pub received: u32,
+}
+
+/// The longest a failed message waits before it comes back: a minute (the sweep's period).
+pub const MAX_RETRY_SECS: u32 = 60;
+
+/// How long a message whose commit failed for the `received`-th time stays hidden: `base`
+/// seconds, doubled at each receipt, at most [`MAX_RETRY_SECS`]. With base 5 and the
+/// queue's 5 receipts, a message is tried at about 0, 5, 15, 35 and 75 s: a backlog left
+/// by an outage is committed by the queue within seconds of storage's return, not at the
+/// queue's visibility timeout (6 minutes) or the sweep's next run.
+pub fn retry_after(received: u32, base: u32) -> u32 {
+    let doublings = received.saturating_sub(1).min(16);
+    base.max(1).saturating_mul(1 << doublings).min(MAX_RETRY_SECS)
+}
+
+/// The URL of the queue `arn` names (`arn:aws:sqs:{region}:{account}:{name}`), as
+/// GetQueueUrl answers it in AWS; the local SQS finds the queue by the path's last segment.
+fn queue_url(arn: &str) -> Option<String> {
+    match arn.split(':').collect::<Vec<_>>()[..] {
+        ["arn", partition, "sqs", region, account, name] if !name.is_empty() && !account.is_empty() => {
+            let domain = if partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
+            Some(format!("https://sqs.{region}.{domain}/{account}/{name}"))
+        }
+        _ => None,
+    }
 }
 
 /// The messages of an SQS event, or None when `event` is not one (the scheduled sweep).
@@ -71,7 +119,21 @@ pub fn messages(event: &Value, bucket: &str) -> Option<Vec<Message>> {
         return None;
     }
     let batch: SqsEvent = serde_json::from_value(event.clone()).ok()?;
-    Some(batch.records.into_iter().map(|m| Message { keys: keys(&m.body, bucket), id: m.message_id }).collect())
+    Some(
+        batch
+            .records
+            .into_iter()
+            .map(|m| Message {
+                keys: keys(&m.body, bucket),
+                id: m.message_id,
+                again: Again {
+                    queue_url: queue_url(&m.event_source_arn),
+                    receipt: m.receipt_handle,
+                    received: m.attributes.receive_count.parse().unwrap_or(1),
+                },
+            })
+            .collect(),
+    )
 }
 
 /// The pending keys of `bucket` whose creation `body` announces. A body that is not S3's
@@ -144,7 +206,12 @@ mod tests {
         let removed = notification("frames", "pending/7/x/1-ff", "ObjectRemoved:Delete");
         let test_event = r#"{"Service":"Amazon S3","Event":"s3:TestEvent","Bucket":"frames"}"#;
         let got = messages(&sqs(&[&ours, &other_bucket, &frame, &removed, test_event, "not json"]), "frames").unwrap();
-        assert_eq!(got[0], Message { id: "m0".into(), keys: vec!["pending/7/ab+c/0001763700000123-ff".into()] });
+        let again = Again {
+            queue_url: Some("https://sqs.us-east-1.amazonaws.com/1/q".into()),
+            receipt: "r".into(),
+            received: 1,
+        };
+        assert_eq!(got[0], Message { id: "m0".into(), keys: vec!["pending/7/ab+c/0001763700000123-ff".into()], again });
         assert!(got[1..].iter().all(|m| m.keys.is_empty()));
         assert_eq!(got.len(), 6);
     }
@@ -154,6 +221,20 @@ mod tests {
         let scheduled = json!({"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
         assert_eq!(messages(&scheduled, "frames"), None);
         assert_eq!(messages(&json!({"Records": []}), "frames"), None);
+    }
+
+    #[test]
+    fn a_failed_message_comes_back_sooner_each_time_within_a_minute() {
+        let waits: Vec<u32> = (1..=6).map(|n| retry_after(n, 5)).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
+        assert_eq!((retry_after(0, 5), retry_after(u32::MAX, 5), retry_after(3, 0)), (5, 60, 4));
+    }
+
+    #[test]
+    fn a_queue_url_is_made_from_its_arn() {
+        assert_eq!(queue_url("arn:aws:sqs:eu-west-1:123456789012:q-1").as_deref(), Some("https://sqs.eu-west-1.amazonaws.com/123456789012/q-1"));
+        assert_eq!(queue_url("arn:aws:sqs:eu-west-1::q"), None);
+        assert_eq!(queue_url("not an arn"), None);
     }
 
     #[test]

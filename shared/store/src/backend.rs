@@ -89,6 +89,15 @@ impl Backend {
         })
     }
 
+    /// An SQS client with the instance's settings from the environment; `None` for an
+    /// instance over given clients (tests), which is never fed by a queue.
+    pub fn sqs_client(&self) -> Option<aws_sdk_sqs::Client> {
+        match &self.client {
+            Source::Env(env) => Some(env.sqs_client()),
+            Source::Ready(..) => None,
+        }
+    }
+
     /// The Calls table.
     pub fn store(&self) -> &Store {
         &self.tables().store

@@ -211,6 +211,7 @@ pub struct EnvClient {
     endpoint: Option<String>,
     s3_endpoint: Option<String>,
     kms_endpoint: Option<String>,
+    sqs_endpoint: Option<String>,
     /// One HTTP client for the instance's SDK clients: one connector and its connection
     /// pool, built on the first request of any of them (the CA files are read once per
     /// process either way).
@@ -237,7 +238,8 @@ impl EnvClient {
         let endpoint = get("AWS_ENDPOINT_URL_DYNAMODB").or_else(|| get("AWS_ENDPOINT_URL"));
         let s3_endpoint = get("AWS_ENDPOINT_URL_S3").or_else(|| get("AWS_ENDPOINT_URL"));
         let kms_endpoint = get("AWS_ENDPOINT_URL_KMS").or_else(|| get("AWS_ENDPOINT_URL"));
-        Ok(EnvClient { region, credentials, endpoint, s3_endpoint, kms_endpoint, http: http_client() })
+        let sqs_endpoint = get("AWS_ENDPOINT_URL_SQS").or_else(|| get("AWS_ENDPOINT_URL"));
+        Ok(EnvClient { region, credentials, endpoint, s3_endpoint, kms_endpoint, sqs_endpoint, http: http_client() })
     }
 
     /// Builds the DynamoDB client (this loads the TLS trust store).
@@ -260,6 +262,14 @@ impl EnvClient {
         let (endpoint, credentials) = (self.kms_endpoint.as_deref(), self.credentials.clone());
         aws_sdk_kms::Client::from_conf(
             builder_for!(aws_sdk_kms, endpoint, &self.region, credentials, self.http.clone()).build(),
+        )
+    }
+
+    /// Builds the SQS client.
+    pub fn sqs_client(&self) -> aws_sdk_sqs::Client {
+        let (endpoint, credentials) = (self.sqs_endpoint.as_deref(), self.credentials.clone());
+        aws_sdk_sqs::Client::from_conf(
+            builder_for!(aws_sdk_sqs, endpoint, &self.region, credentials, self.http.clone()).build(),
         )
     }
 }
