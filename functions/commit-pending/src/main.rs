@@ -15,6 +15,10 @@
 //!   the object stays in S3 until it is committed. Alongside, it releases the webhook
 //!   reports held for want of an agent whose agent now exists (`calls::held`): they become
 //!   pending, and the queue commits them within seconds.
+//!
+//! It also indexes the OpenTelemetry batches the trace receiver kept (`traces/in/`, announced
+//! on the same queue; `call_ingest_store::traces`): each trace's spans become a part of
+//! their trace, joined to its call; the sweep indexes those the queue left.
 
 mod queue;
 
@@ -42,7 +46,9 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let started = Instant::now();
         match queue::messages(&event.payload, &backend.config.frames_bucket) {
-            Some(batch) => Ok::<_, Error>(commit_batch(backend, sqs.as_ref(), *base, batch, started + SWEEP_BUDGET).await),
+            Some(batch) => {
+                Ok::<_, Error>(commit_batch(backend, sqs.as_ref(), *base, batch, started + SWEEP_BUDGET).await)
+            }
             None => sweep(backend, started).await,
         }
     }))
@@ -61,6 +67,19 @@ async fn commit_batch(
 ) -> Value {
     let failed = futures_util::future::join_all(batch.iter().map(|message| async move {
         for key in &message.keys {
+            if key.starts_with(call_ingest_http::TRACE_BATCH_PREFIX) {
+                match backend.store().index_trace_batch(key).await {
+                    Ok(done) => {
+                        let (spans, dropped, joined) = (done.spans, done.dropped, done.joined);
+                        tracing::info!(spans, dropped, joined, "trace batch indexed");
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "trace batch not indexed; the message comes back");
+                        return Some(message);
+                    }
+                }
+            }
             match backend.commit_notified(key, deadline).await {
                 Ok(done) => {
                     let (committed, erased, paced) = (done.sweep.committed, done.sweep.erased, done.paced);
@@ -101,13 +120,16 @@ async fn again_soon(sqs: &aws_sdk_sqs::Client, base: u32, failed: &[&queue::Mess
     }
     for (url, entries) in by_queue {
         for chunk in entries.chunks(10) {
-            let sent = sqs.change_message_visibility_batch().queue_url(url).set_entries(Some(chunk.to_vec())).send().await;
+            let sent =
+                sqs.change_message_visibility_batch().queue_url(url).set_entries(Some(chunk.to_vec())).send().await;
             match sent {
                 Ok(out) if !out.failed.is_empty() => {
                     tracing::warn!(failed = out.failed.len(), "some messages keep the queue's visibility timeout")
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "visibility not changed"),
+                Err(e) => {
+                    tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "visibility not changed")
+                }
             }
         }
     }
@@ -146,8 +168,19 @@ async fn release(backend: &Backend, deadline: Instant) {
 
 async fn sweep(backend: &Backend, started: Instant) -> Result<Value, Error> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
-    let (_, sweep) =
-        tokio::join!(release(backend, started + SWEEP_BUDGET), backend.sweep_pending(now, started + SWEEP_BUDGET));
+    // Trace batches the queue left: those older than a minute (the queue's own are indexed
+    // within seconds).
+    let traces = backend.store().index_trace_batches(now.saturating_sub(60_000), started + SWEEP_BUDGET);
+    let (_, sweep, traces) = tokio::join!(
+        release(backend, started + SWEEP_BUDGET),
+        backend.sweep_pending(now, started + SWEEP_BUDGET),
+        traces
+    );
+    match traces {
+        Ok((0, 0)) => {}
+        Ok((indexed, left)) => tracing::info!(indexed, left, "trace batches swept"),
+        Err(e) => tracing::warn!(error = %e, "trace batches not listed; next sweep"),
+    }
     let sweep = sweep?;
     if sweep != Default::default() {
         let ms = started.elapsed().as_millis() as u64;

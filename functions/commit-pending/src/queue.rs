@@ -149,7 +149,9 @@ fn keys(body: &str, bucket: &str) -> Vec<String> {
         .into_iter()
         .filter(|r| r.event_name.starts_with("ObjectCreated:") && r.s3.bucket.name == bucket)
         .map(|r| url_decoded(&r.s3.object.key))
-        .filter(|k| k.starts_with(call_ingest_http::PENDING_PREFIX))
+        .filter(|k| {
+            k.starts_with(call_ingest_http::PENDING_PREFIX) || k.starts_with(call_ingest_http::TRACE_BATCH_PREFIX)
+        })
         .collect()
 }
 
@@ -203,17 +205,20 @@ mod tests {
         let ours = notification("frames", "pending/7/ab%2Bc/0001763700000123-ff", "ObjectCreated:Put");
         let other_bucket = notification("else", "pending/7/x/1-ff", "ObjectCreated:Put");
         let frame = notification("frames", "frames/7/x/y", "ObjectCreated:Put");
+        let batch = notification("frames", "traces/in/7/0001763700000123-ff", "ObjectCreated:Put");
         let removed = notification("frames", "pending/7/x/1-ff", "ObjectRemoved:Delete");
         let test_event = r#"{"Service":"Amazon S3","Event":"s3:TestEvent","Bucket":"frames"}"#;
-        let got = messages(&sqs(&[&ours, &other_bucket, &frame, &removed, test_event, "not json"]), "frames").unwrap();
+        let got = messages(&sqs(&[&ours, &other_bucket, &frame, &removed, test_event, "not json", &batch]), "frames")
+            .unwrap();
         let again = Again {
             queue_url: Some("https://sqs.us-east-1.amazonaws.com/1/q".into()),
             receipt: "r".into(),
             received: 1,
         };
         assert_eq!(got[0], Message { id: "m0".into(), keys: vec!["pending/7/ab+c/0001763700000123-ff".into()], again });
-        assert!(got[1..].iter().all(|m| m.keys.is_empty()));
-        assert_eq!(got.len(), 6);
+        assert!(got[1..6].iter().all(|m| m.keys.is_empty()));
+        assert_eq!(got[6].keys, ["traces/in/7/0001763700000123-ff"], "a trace batch is indexed by the same consumer");
+        assert_eq!(got.len(), 7);
     }
 
     #[test]
@@ -232,7 +237,10 @@ mod tests {
 
     #[test]
     fn a_queue_url_is_made_from_its_arn() {
-        assert_eq!(queue_url("arn:aws:sqs:eu-west-1:123456789012:q-1").as_deref(), Some("https://sqs.eu-west-1.amazonaws.com/123456789012/q-1"));
+        assert_eq!(
+            queue_url("arn:aws:sqs:eu-west-1:123456789012:q-1").as_deref(),
+            Some("https://sqs.eu-west-1.amazonaws.com/123456789012/q-1")
+        );
         assert_eq!(queue_url("arn:aws:sqs:eu-west-1::q"), None);
         assert_eq!(queue_url("not an arn"), None);
     }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
-use crate::endpoints::{erase_call, get_call, ingest, list_calls, me, raw, revisions, webhook};
+use crate::endpoints::{call_trace, erase_call, get_call, ingest, list_calls, me, otel, raw, revisions, webhook};
 use crate::logging::RequestLog;
 use crate::{problems, respond};
 use crate::{Backend, Endpoint};
@@ -35,6 +35,8 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, mut reques
         Endpoint::EraseCall => erase_call::answer(backend, &request, &request_id, &mut log).await,
         Endpoint::Webhook => webhook::answer(backend, &request, &request_id, &mut log).await,
         Endpoint::Me => me::answer(backend, &request, &request_id).await,
+        Endpoint::Otel => otel::answer(backend, &request, &request_id, &mut log).await,
+        Endpoint::CallTrace => call_trace::answer(backend, &request, &request_id, &mut log).await,
     };
     let mut response = match answer {
         Ok(response) => response,
@@ -50,7 +52,8 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, mut reques
         log.problem = Some(problem.slug);
         response = respond::problem(&problem, endpoint, &request_id);
     }
-    if let (false, Some(workspace_id)) = (matches!(endpoint, Endpoint::Ingest(_) | Endpoint::Webhook), log.workspace) {
+    let own_budget = matches!(endpoint, Endpoint::Ingest(_) | Endpoint::Webhook | Endpoint::Otel);
+    if let (false, Some(workspace_id)) = (own_budget, log.workspace) {
         // A read costs its read units: a 5 MB range is not a 2 KB get.
         let bytes = match response.body() {
             Body::Binary(b) => b.len(),

@@ -27,6 +27,10 @@ pub enum Endpoint {
     Webhook,
     /// `GET /api/v1/public/me`: who the credential is, its workspaces and scopes.
     Me,
+    /// `POST /otel/v1/traces` (and `/logs`, `/metrics`): OpenTelemetry's OTLP/HTTP exports.
+    Otel,
+    /// `GET /api/v1/public/call/{id}/trace`: a call's spans and its per-turn table.
+    CallTrace,
 }
 
 impl From<Operation> for Endpoint {
@@ -50,17 +54,22 @@ impl Endpoint {
             Endpoint::EraseCall => "erase_call",
             Endpoint::Webhook => "provider_webhook",
             Endpoint::Me => "me",
+            Endpoint::Otel => "otel",
+            Endpoint::CallTrace => "call_trace",
         }
     }
 
     /// The method the endpoint serves; any other is 405.
     pub fn method(self) -> Method {
         match self {
-            Endpoint::Ingest(_) | Endpoint::Webhook => Method::POST,
+            Endpoint::Ingest(_) | Endpoint::Webhook | Endpoint::Otel => Method::POST,
             Endpoint::EraseCall => Method::DELETE,
-            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall | Endpoint::Me => {
-                Method::GET
-            }
+            Endpoint::GetCall
+            | Endpoint::ListCalls
+            | Endpoint::CallRevisions
+            | Endpoint::GetRawCall
+            | Endpoint::Me
+            | Endpoint::CallTrace => Method::GET,
         }
     }
 
@@ -69,10 +78,16 @@ impl Endpoint {
     /// `/api/v1/public/call/{id}` GET is the reader's and DELETE the eraser's.
     pub fn allow(self) -> &'static str {
         match self {
-            Endpoint::Ingest(Operation::SendCallData | Operation::ProviderWebhook(_)) | Endpoint::Webhook => "POST",
+            Endpoint::Ingest(Operation::SendCallData | Operation::ProviderWebhook(_))
+            | Endpoint::Webhook
+            | Endpoint::Otel => "POST",
             Endpoint::Ingest(Operation::CreateCall) => "GET, POST",
             Endpoint::GetCall | Endpoint::EraseCall => "GET, DELETE",
-            Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall | Endpoint::Me => "GET",
+            Endpoint::ListCalls
+            | Endpoint::CallRevisions
+            | Endpoint::GetRawCall
+            | Endpoint::Me
+            | Endpoint::CallTrace => "GET",
         }
     }
 
@@ -82,9 +97,12 @@ impl Endpoint {
         match self {
             // A hook's signature stands for the credential; its calls count as sends.
             Endpoint::Ingest(_) | Endpoint::Webhook => Some(Scope::Send),
-            Endpoint::GetCall | Endpoint::ListCalls | Endpoint::CallRevisions | Endpoint::GetRawCall => {
-                Some(Scope::Read)
-            }
+            Endpoint::GetCall
+            | Endpoint::ListCalls
+            | Endpoint::CallRevisions
+            | Endpoint::GetRawCall
+            | Endpoint::CallTrace => Some(Scope::Read),
+            Endpoint::Otel => Some(Scope::Traces),
             Endpoint::EraseCall => Some(Scope::Erase),
             Endpoint::Me => None,
         }
@@ -94,7 +112,8 @@ impl Endpoint {
     /// knows API keys only.
     pub fn sessions(self) -> Sessions {
         match self {
-            Endpoint::Ingest(Operation::SendCallData) => Sessions::Refused,
+            // Exporters hold API keys; a session has no workspace of its own to export to.
+            Endpoint::Ingest(Operation::SendCallData) | Endpoint::Otel => Sessions::Refused,
             _ => Sessions::Accepted,
         }
     }

@@ -37,7 +37,7 @@ fn ingest(e: Endpoint) -> bool {
 }
 
 fn readers(e: Endpoint) -> bool {
-    matches!(e, Endpoint::GetCall | Endpoint::CallRevisions | Endpoint::GetRawCall)
+    matches!(e, Endpoint::GetCall | Endpoint::CallRevisions | Endpoint::GetRawCall | Endpoint::CallTrace)
 }
 
 /// Every endpoint whose answer goes through `respond::encoded` (gzip, `Range`, 406).
@@ -248,6 +248,16 @@ pub(crate) fn invalid_cursor() -> Problem {
         "the cursor is not one this listing issued: pass `next_cursor` as it was given, with the same \
          workspace_id, agent_remote_identifier, started_from and started_before",
     )
+}
+
+/// 400 saying what was wrong with the request.
+pub(crate) fn bad_request(detail: &str) -> Problem {
+    BAD_REQUEST.with(detail.to_owned())
+}
+
+/// 415: the body must be of `types`.
+pub(crate) fn unsupported_type(types: &str) -> Problem {
+    UNSUPPORTED_MEDIA_TYPE.with(format!("the body must be {types}"))
 }
 
 pub(crate) fn unreadable_event() -> Problem {

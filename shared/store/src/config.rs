@@ -32,6 +32,9 @@ pub struct Config {
     /// `RATE_LIMIT_PER_SECOND`: requests a workspace may make per second, unless
     /// `callctl workspace limit` gave it its own limit (default 20, at most 1,000).
     pub rate_limit: u32,
+    /// `TRACE_RATE_LIMIT_PER_SECOND`: trace exports a workspace may make per second, a
+    /// budget apart from its calls' (default 100, at most 1,000).
+    pub trace_rate_limit: u32,
     /// `WARM_UP`: open the DynamoDB connection during init (default off).
     pub warm_up: bool,
     /// `LOG_FORMAT=json` for one JSON object per line (Lambda); otherwise readable text.
@@ -78,6 +81,7 @@ pub struct ConfigError {
 
 /// Requests per second a workspace may make unless given its own limit.
 pub const DEFAULT_RATE_LIMIT: u32 = 20;
+pub const DEFAULT_TRACE_RATE_LIMIT: u32 = 100;
 
 /// The default body limit: 6 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
@@ -109,6 +113,12 @@ impl Config {
             max_body_bytes: number("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES as u64, 1, 64 << 20)? as usize,
             max_decompressed_bytes: number("MAX_DECOMPRESSED_BYTES", 32 << 20, 1, 64 << 20)? as usize,
             rate_limit: number("RATE_LIMIT_PER_SECOND", DEFAULT_RATE_LIMIT as u64, 1, MAX_LIMIT as u64)? as u32,
+            trace_rate_limit: number(
+                "TRACE_RATE_LIMIT_PER_SECOND",
+                DEFAULT_TRACE_RATE_LIMIT as u64,
+                1,
+                MAX_LIMIT as u64,
+            )? as u32,
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
             hook_key_id: get("HOOK_KEY_ID").filter(|v| !v.is_empty()).unwrap_or_else(|| DEFAULT_HOOK_KEY.to_owned()),

@@ -12,5 +12,6 @@ pub mod calls;
 pub mod config;
 pub mod directory;
 pub mod patience;
+pub mod traces;
 
 pub use backend::Backend;

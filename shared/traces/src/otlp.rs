@@ -78,6 +78,17 @@ pub fn response(format: Format, rejected: u64, message: &str) -> Vec<u8> {
     }
 }
 
+/// The answer to an export of a signal that is not kept (logs, metrics): a partial success
+/// that says so. Their responses have the trace response's shape on the wire (field 1 the
+/// count refused, field 2 the message); in JSON only the message is written, as the count's
+/// name differs by signal and it is 0.
+pub fn not_kept(format: Format, message: &str) -> Vec<u8> {
+    match format {
+        Format::Protobuf => response(Format::Protobuf, 0, message),
+        Format::Json => json!({"partialSuccess": {"errorMessage": message}}).to_string().into_bytes(),
+    }
+}
+
 /// `google.rpc.Status` (google/rpc/status.proto), the body of OTLP/HTTP's failures: its
 /// `details` (field 3) are never sent.
 #[derive(Clone, PartialEq, Message)]

@@ -20,6 +20,7 @@ const CONTENT_KEYS: &[&str] = &[
     "input",
     "output",
     "text",
+    "system",
     "input.value",
     "output.value",
     "gen_ai.input.messages",

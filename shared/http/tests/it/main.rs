@@ -15,3 +15,4 @@ mod openapi;
 mod rate_limits;
 #[path = "../requests/mod.rs"]
 mod requests;
+mod traces;

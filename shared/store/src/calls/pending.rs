@@ -457,7 +457,7 @@ impl Store {
 
     /// Every key under `prefix` of an object that holds something, in S3's order (a call's
     /// pending submissions: oldest first); erased frames' empty markers are left out.
-    pub(super) async fn keys_under(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    pub(crate) async fn keys_under(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         Ok(self.objects_under(prefix).await?.into_iter().map(|(key, _)| key).collect())
     }
 

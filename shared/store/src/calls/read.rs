@@ -71,6 +71,12 @@ pub enum Part {
 }
 
 impl CallAt {
+    /// When the call started (unix ms): its document's start, else when it was first
+    /// received (the listing's order).
+    pub fn started_ms(&self) -> Option<u64> {
+        super::item::get_u64(&self.item, "listed_ms")
+    }
+
     /// The size of `part`, in bytes.
     pub fn len(&self, part: Part) -> u64 {
         let raw = get_u64(&self.item, "raw_bytes").unwrap_or_default();

@@ -120,7 +120,7 @@ impl Principal {
 
     /// 403 naming `scope` unless the principal has it.
     pub fn require(&self, scope: Scope) -> Result<(), Denied> {
-        match self.scopes().contains(scope) {
+        match self.scopes().allows(scope) {
             true => Ok(()),
             false => Err(Denied::MissingScope(scope)),
         }

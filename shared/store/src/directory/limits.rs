@@ -62,6 +62,9 @@ pub enum Budget {
     Sends,
     /// Everything else: reads and erases.
     Reads,
+    /// OpenTelemetry exports (`POST /otel/v1/traces`): a budget of their own, so that the
+    /// exports of live calls never push the workspace's calls into 202.
+    Traces,
 }
 
 impl Budget {
@@ -69,6 +72,7 @@ impl Budget {
         match self {
             Budget::Sends => "RATE",
             Budget::Reads => "READS",
+            Budget::Traces => "TRACES",
         }
     }
 }

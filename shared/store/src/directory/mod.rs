@@ -325,6 +325,13 @@ impl Directory {
         self.limiter.count(workspace_id, budget, limit).await
     }
 
+    /// Counts one trace export of `workspace_id` against its budget of `limit` a second
+    /// (traces have their own, apart from sends and reads; a workspace's own limit is its
+    /// sends'). Over it: refused (`Limited`); a counter that cannot be written admits it.
+    pub async fn count_traces(&self, workspace_id: u64, limit: u32) -> Admission {
+        self.limiter.count(workspace_id, Budget::Traces, std::future::ready(limit)).await
+    }
+
     /// Takes one send of `workspace_id`'s budget if it has room this second, counting
     /// nothing when it has none ([`Limiter::take`]): the committers of paced calls. An error
     /// when the counter cannot be written.

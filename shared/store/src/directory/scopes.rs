@@ -1,4 +1,4 @@
-//! What a credential may do: send calls, read them, erase them.
+//! What a credential may do: send calls, read them, erase them, send traces.
 //!
 //! An API key carries its scopes in its item (`scopes`, a string set); a key without the
 //! attribute was made before scopes existed and may send, exactly as it could then. A
@@ -20,16 +20,20 @@ pub enum Scope {
     Read,
     /// Erase calls.
     Erase,
+    /// Send OpenTelemetry traces (`POST /otel/v1/traces`); a key that may send calls may
+    /// send their traces too ([`Scopes::allows`]).
+    Traces,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Send, Scope::Read, Scope::Erase];
+    pub const ALL: [Scope; 4] = [Scope::Send, Scope::Read, Scope::Erase, Scope::Traces];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::Send => "send",
             Scope::Read => "read",
             Scope::Erase => "erase",
+            Scope::Traces => "traces",
         }
     }
 
@@ -51,7 +55,7 @@ impl FromStr for Scope {
         Scope::ALL
             .into_iter()
             .find(|scope| scope.as_str() == s)
-            .ok_or_else(|| format!("unknown scope {s:?}: one of send, read, erase"))
+            .ok_or_else(|| format!("unknown scope {s:?}: one of send, read, erase, traces"))
     }
 }
 
@@ -63,7 +67,7 @@ impl Scopes {
     /// What a key made before scopes existed may do, and a new key unless told otherwise.
     pub const DEFAULT: Scopes = Scopes(1 << Scope::Send as u8);
     /// Every scope: sessions.
-    pub const ALL: Scopes = Scopes(0b111);
+    pub const ALL: Scopes = Scopes(0b1111);
 
     pub fn of(scopes: impl IntoIterator<Item = Scope>) -> Scopes {
         Scopes(scopes.into_iter().fold(0, |bits, s| bits | s.bit()))
@@ -71,6 +75,11 @@ impl Scopes {
 
     pub fn contains(self, scope: Scope) -> bool {
         self.0 & scope.bit() != 0
+    }
+
+    /// Whether these scopes allow what `scope` allows: it, or for traces, sending calls.
+    pub fn allows(self, scope: Scope) -> bool {
+        self.contains(scope) || (scope == Scope::Traces && self.contains(Scope::Send))
     }
 
     pub fn is_empty(self) -> bool {
@@ -126,6 +135,14 @@ mod tests {
             assert_eq!(Scopes::of_item(&item), scopes);
             assert_eq!(scopes.iter().collect::<Vec<_>>(), set);
         }
+    }
+
+    #[test]
+    fn a_key_that_may_send_calls_may_send_their_traces_and_only_that_way_round() {
+        assert!(Scopes::of([Scope::Send]).allows(Scope::Traces));
+        assert!(Scopes::of([Scope::Traces]).allows(Scope::Traces));
+        assert!(!Scopes::of([Scope::Traces]).allows(Scope::Send));
+        assert!(!Scopes::of([Scope::Read, Scope::Erase]).allows(Scope::Traces));
     }
 
     #[test]

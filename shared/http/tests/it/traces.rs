@@ -1,0 +1,466 @@
+//! OpenTelemetry traces (issue 31): OTLP/HTTP exports received (`POST /otel/v1/traces`),
+//! kept in S3 before the answer, indexed (as commit-pending does), joined to their call in
+//! either order, read back with the per-turn table (`GET /api/v1/public/call/{id}/trace`),
+//! and erased with their call.
+
+use call_ingest_core::Operation;
+use call_ingest_http::{handle, Backend, Endpoint};
+use call_ingest_store::directory::scopes::{Scope, Scopes};
+use call_ingest_traces::{
+    any_value, AnyValue, ExportTraceServiceRequest, KeyValue, Message, ResourceSpans, ScopeSpans, Span,
+};
+use lambda_http::http::{Method, Request};
+use lambda_http::Body;
+use serde_json::{json, Value};
+use testkit::{two_workspaces, TwoWorkspaces};
+
+use crate::requests::*;
+
+/// The call's start (`create_call_body`'s `start_timestamp`), unix ms.
+const T0: u64 = 1_763_700_000_000;
+const TRACE: [u8; 16] = [0xab; 16];
+
+fn kv(key: &str, v: any_value::Value) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(v) }), ..Default::default() }
+}
+
+fn text(key: &str, v: &str) -> KeyValue {
+    kv(key, any_value::Value::StringValue(v.into()))
+}
+
+fn float(key: &str, v: f64) -> KeyValue {
+    kv(key, any_value::Value::DoubleValue(v))
+}
+
+fn int(key: &str, v: i64) -> KeyValue {
+    kv(key, any_value::Value::IntValue(v))
+}
+
+fn span(id: u8, parent: Option<u8>, name: &str, from_ms: u64, to_ms: u64, attributes: Vec<KeyValue>) -> Span {
+    Span {
+        trace_id: TRACE.to_vec(),
+        span_id: vec![id; 8],
+        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: name.into(),
+        start_time_unix_nano: (T0 + from_ms) * 1_000_000,
+        end_time_unix_nano: (T0 + to_ms) * 1_000_000,
+        attributes,
+        ..Default::default()
+    }
+}
+
+/// What pipecat exports of a two-turn call whose `conversation_id` is `call_id`: a
+/// conversation, its turns, and each turn's stt, llm, tool and tts spans (with the content
+/// attributes pipecat sets: transcript, input, output, text).
+fn pipecat(call_id: &str) -> ExportTraceServiceRequest {
+    let spans = vec![
+        span(1, None, "conversation", 0, 42_000, vec![text("conversation.id", call_id)]),
+        span(
+            2,
+            Some(1),
+            "turn",
+            1_000,
+            4_200,
+            vec![
+                int("turn.number", 1),
+                float("turn.duration_seconds", 3.2),
+                float("turn.user_bot_latency_seconds", 0.85),
+                kv("turn.was_interrupted", any_value::Value::BoolValue(false)),
+                text("conversation.id", call_id),
+            ],
+        ),
+        span(
+            3,
+            Some(2),
+            "stt",
+            1_000,
+            1_300,
+            vec![text("gen_ai.operation.name", "stt"), float("metrics.ttfb", 0.12), text("transcript", "SECRET-WORDS")],
+        ),
+        span(
+            4,
+            Some(2),
+            "llm",
+            1_300,
+            2_100,
+            vec![
+                text("gen_ai.operation.name", "chat"),
+                float("metrics.ttfb", 0.35),
+                int("gen_ai.usage.input_tokens", 120),
+                int("gen_ai.usage.output_tokens", 30),
+                text("input", "SECRET-PROMPT"),
+                text("output", "SECRET-COMPLETION"),
+            ],
+        ),
+        span(5, Some(4), "llm_tool_call", 1_500, 1_700, vec![text("tool.function_name", "lookup_order")]),
+        span(
+            6,
+            Some(2),
+            "tts",
+            2_100,
+            4_000,
+            vec![text("gen_ai.operation.name", "tts"), float("metrics.ttfb", 0.2), text("text", "SECRET-SPOKEN")],
+        ),
+        span(
+            7,
+            Some(1),
+            "turn",
+            5_000,
+            7_000,
+            vec![
+                int("turn.number", 2),
+                float("turn.user_bot_latency_seconds", 1.1),
+                kv("turn.was_interrupted", any_value::Value::BoolValue(true)),
+            ],
+        ),
+        span(8, Some(7), "llm", 5_200, 5_900, vec![text("gen_ai.operation.name", "chat"), float("metrics.ttfb", 0.4)]),
+    ];
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(call_ingest_traces::Resource {
+                attributes: vec![text("service.name", "pipecat-bot")],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+            ..Default::default()
+        }],
+    }
+}
+
+/// The per-turn table `pipecat` gives, aligned to the call's start.
+fn expected_turns() -> Value {
+    json!([
+        {"turn": 1, "start_unix_ms": (T0 + 1_000) as f64, "offset_ms": 1000.0, "duration_ms": 3200.0,
+         "user_to_agent_latency_ms": 850.0,
+         "stt": {"ttfb_ms": 120.0, "duration_ms": 300.0}, "llm": {"ttfb_ms": 350.0, "duration_ms": 800.0},
+         "tts": {"ttfb_ms": 200.0, "duration_ms": 1900.0}, "tools_ms": 200.0, "tool_calls": 1,
+         "input_tokens": 120, "output_tokens": 30, "interrupted": false},
+        {"turn": 2, "start_unix_ms": (T0 + 5_000) as f64, "offset_ms": 5000.0, "duration_ms": 2000.0,
+         "user_to_agent_latency_ms": 1100.0, "llm": {"ttfb_ms": 400.0, "duration_ms": 700.0},
+         "tools_ms": 0.0, "tool_calls": 0, "interrupted": true}
+    ])
+}
+
+/// An export request to `path` as an exporter sends it.
+fn export_request(
+    path: &str,
+    content_type: Option<&str>,
+    auth: Option<&str>,
+    body: Vec<u8>,
+    headers: &[(&str, &str)],
+) -> Request<Body> {
+    let mut builder = Request::builder().method(Method::POST).uri(path);
+    if let Some(t) = content_type {
+        builder = builder.header("content-type", t);
+    }
+    if let Some(auth) = auth {
+        builder = builder.header("authorization", auth);
+    }
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    builder.body(Body::from(body)).unwrap()
+}
+
+/// Status, headers and raw body of an export.
+async fn export(backend: &Backend, request: Request<Body>) -> (u16, lambda_http::http::HeaderMap, Vec<u8>) {
+    let response = handle(backend, Endpoint::Otel, request).await;
+    (response.status().as_u16(), response.headers().clone(), response.body().to_vec())
+}
+
+async fn export_proto(f: &TwoWorkspaces, auth: &str, batch: &ExportTraceServiceRequest) -> (u16, Vec<u8>) {
+    let request =
+        export_request("/otel/v1/traces", Some("application/x-protobuf"), Some(auth), batch.encode_to_vec(), &[]);
+    let (status, _, body) = export(&f.backend, request).await;
+    (status, body)
+}
+
+/// The trace batches kept, indexed as commit-pending indexes them.
+async fn index(f: &TwoWorkspaces) -> usize {
+    let batches: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/in/")).collect();
+    for key in &batches {
+        f.backend.store().index_trace_batch(key).await.unwrap();
+    }
+    batches.len()
+}
+
+async fn post_call(f: &TwoWorkspaces, call_id: &str) -> u64 {
+    let query = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+    let a = send(
+        &f.backend,
+        Operation::CreateCall,
+        request(Operation::CreateCall, Some(&f.key1), &query, &create_call_body(call_id)),
+    )
+    .await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    a.body["id"].as_u64().unwrap()
+}
+
+async fn trace_of(f: &TwoWorkspaces, id: u64) -> Answer {
+    let id = id.to_string();
+    let r = read_request(
+        Method::GET,
+        "/api/v1/public/call/{id}/trace",
+        &[("id", &id)],
+        Some(&f.key1),
+        &[("workspace_id", "1")],
+    );
+    send(&f.backend, Endpoint::CallTrace, r).await
+}
+
+fn all_scopes() -> Scopes {
+    Scopes::of([Scope::Send, Scope::Read, Scope::Erase])
+}
+
+#[tokio::test]
+async fn spans_sent_before_their_call_join_it_and_give_the_per_turn_table_without_content() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    let (status, body) = export_proto(&f, &f.key1, &pipecat("call-traced-1")).await;
+    assert_eq!((status, body.len()), (200, 0), "a full success is an empty ExportTraceServiceResponse");
+    assert_eq!(index(&f).await, 1, "the batch was kept before the answer");
+    let id = post_call(&f, "call-traced-1").await;
+    let a = trace_of(&f, id).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["traces"], json!(["ab".repeat(16)]));
+    assert_eq!(a.body["turns"], expected_turns());
+    assert_eq!(a.body["spans"].as_array().unwrap().len(), 8);
+    let text = a.body.to_string();
+    assert!(!text.contains("SECRET"), "content attributes are dropped at ingest: {text}");
+    assert!(text.contains("lookup_order"), "measures and names are kept");
+    let stt = &a.body["spans"].as_array().unwrap().iter().find(|s| s["name"] == "stt").unwrap().clone();
+    assert_eq!(stt["attributes"]["metrics.ttfb"], json!(0.12));
+    assert_eq!(stt["parent_span_id"], json!("02".repeat(8)));
+    assert!(f.t.objects().await.iter().all(|k| !k.starts_with("traces/in/")), "an indexed batch is deleted");
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn a_call_posted_before_its_spans_shows_the_same_table_and_json_gives_the_same_trace_as_protobuf() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    let id = post_call(&f, "call-traced-2").await;
+    let empty = trace_of(&f, id).await;
+    assert_eq!((empty.status, empty.body["turns"].clone(), empty.body["spans"].clone()), (200, json!([]), json!([])));
+    // The OpenTelemetry SDK's JSON: OTLP's JSON mapping, written out here as an exporter
+    // writes it (hex ids, 64-bit integers as strings, enums as integers), not by our code.
+    let json_body = otlp_json(&pipecat("call-traced-2"));
+    let request = export_request("/otel/v1/traces", Some("application/json"), Some(&f.key1), json_body, &[]);
+    let (status, headers, body) = export(&f.backend, request).await;
+    assert_eq!((status, body.as_slice()), (200, &b"{}"[..]));
+    assert_eq!(headers.get("content-type").unwrap(), "application/json");
+    index(&f).await;
+    let from_json = trace_of(&f, id).await;
+    assert_eq!(from_json.body["turns"], expected_turns());
+
+    // The same spans as protobuf, for another call: the same stored trace, span for span.
+    let g = two_workspaces(all_scopes(), &[], &[]).await;
+    let gid = post_call(&g, "call-traced-2").await;
+    export_proto(&g, &g.key1, &pipecat("call-traced-2")).await;
+    index(&g).await;
+    let from_proto = trace_of(&g, gid).await;
+    assert_eq!(from_proto.body["spans"], from_json.body["spans"]);
+    assert_eq!(from_proto.body["turns"], from_json.body["turns"]);
+    f.t.delete().await;
+    g.t.delete().await;
+}
+
+/// `export` in OTLP's JSON mapping, built by hand from the OTLP specification (not by the
+/// crate the receiver reads it with).
+fn otlp_json(export: &ExportTraceServiceRequest) -> Vec<u8> {
+    fn value(v: &AnyValue) -> Value {
+        match v.value.as_ref().unwrap() {
+            any_value::Value::StringValue(s) => json!({"stringValue": s}),
+            any_value::Value::IntValue(i) => json!({"intValue": i.to_string()}),
+            any_value::Value::DoubleValue(d) => json!({"doubleValue": d}),
+            any_value::Value::BoolValue(b) => json!({"boolValue": b}),
+            other => panic!("not used here: {other:?}"),
+        }
+    }
+    let attrs = |kvs: &[KeyValue]| -> Value {
+        kvs.iter().map(|kv| json!({"key": kv.key, "value": value(kv.value.as_ref().unwrap())})).collect()
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let resource_spans: Vec<Value> = export
+        .resource_spans
+        .iter()
+        .map(|r| {
+            json!({
+                "resource": {"attributes": attrs(&r.resource.as_ref().unwrap().attributes)},
+                "scopeSpans": r.scope_spans.iter().map(|s| json!({
+                    "scope": {"name": "pipecat"},
+                    "spans": s.spans.iter().map(|sp| {
+                        let mut o = json!({
+                            "traceId": hex(&sp.trace_id), "spanId": hex(&sp.span_id), "name": sp.name, "kind": 1,
+                            "startTimeUnixNano": sp.start_time_unix_nano.to_string(),
+                            "endTimeUnixNano": sp.end_time_unix_nano, "attributes": attrs(&sp.attributes),
+                            "status": {}, "unknownField": {"ignored": true}
+                        });
+                        if !sp.parent_span_id.is_empty() {
+                            o["parentSpanId"] = json!(hex(&sp.parent_span_id));
+                        }
+                        o
+                    }).collect::<Vec<_>>()
+                })).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    json!({"resourceSpans": resource_spans}).to_string().into_bytes()
+}
+
+#[tokio::test]
+async fn the_receiver_answers_as_otlp_http_specifies() {
+    let f = two_workspaces(all_scopes(), &[], &[("TRACE_RATE_LIMIT_PER_SECOND", "1000")]).await;
+    let batch = pipecat("call-x").encode_to_vec();
+    let post = |ct: Option<&'static str>, auth: Option<String>, body: Vec<u8>, path: &'static str| {
+        export_request(path, ct, auth.as_deref(), body, &[])
+    };
+    // Another type: 415, a google.rpc.Status in JSON.
+    let (status, _, body) =
+        export(&f.backend, post(Some("text/plain"), Some(f.key1.clone()), batch.clone(), "/otel/v1/traces")).await;
+    let s: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!((status, s["code"].as_i64()), (415, Some(3)), "{s}");
+    // Malformed protobuf: 400, nothing stored.
+    let (status, headers, body) = export(
+        &f.backend,
+        post(Some("application/x-protobuf"), Some(f.key1.clone()), vec![0x0a, 0xff, 0xff, 0x01], "/otel/v1/traces"),
+    )
+    .await;
+    assert_eq!((status, headers.get("content-type").unwrap().to_str().unwrap()), (400, "application/x-protobuf"));
+    assert!(!body.is_empty());
+    assert!(f.t.objects().await.is_empty(), "a refused batch stores nothing");
+    // No credential, 401; a read-only key, 403; a session, 401 (exporters hold keys).
+    let (status, _, _) =
+        export(&f.backend, post(Some("application/x-protobuf"), None, batch.clone(), "/otel/v1/traces")).await;
+    assert_eq!(status, 401);
+    let reader = f.backend.directory().create_api_key(1, "reader", Scopes::of([Scope::Read])).await.unwrap().token;
+    let (status, _, _) = export(
+        &f.backend,
+        post(Some("application/x-protobuf"), Some(format!("Bearer {reader}")), batch.clone(), "/otel/v1/traces"),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let tracer = f.backend.directory().create_api_key(1, "tracer", Scopes::of([Scope::Traces])).await.unwrap().token;
+    let (status, _, _) = export(
+        &f.backend,
+        post(Some("application/x-protobuf"), Some(format!("Bearer {tracer}")), vec![], "/otel/v1/traces"),
+    )
+    .await;
+    assert_eq!(status, 200, "a key with the traces scope may export; an empty request is 200");
+    // Logs and metrics: 200 and a partial success saying they are not kept.
+    for path in ["/otel/v1/logs", "/otel/v1/metrics"] {
+        let (status, _, body) =
+            export(&f.backend, post(Some("application/json"), Some(f.key1.clone()), b"{}".to_vec(), path)).await;
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, 200, "{path}");
+        assert!(answer["partialSuccess"]["errorMessage"].as_str().unwrap().contains("not kept"), "{answer}");
+    }
+    // Spans with bad ids are refused by policy: partialSuccess, the rest kept.
+    let mut bad = pipecat("call-x");
+    bad.resource_spans[0].scope_spans[0].spans[0].trace_id = vec![0; 16];
+    let (status, body) = export_proto(&f, &f.key1, &bad).await;
+    let answer = opentelemetry_response(&body);
+    assert_eq!((status, answer.0), (200, 1), "{}", answer.1);
+    assert!(answer.1.contains("16 bytes"));
+    f.t.delete().await;
+}
+
+fn opentelemetry_response(body: &[u8]) -> (i64, String) {
+    let r = call_ingest_traces::ExportTraceServiceResponse::decode(body).unwrap();
+    r.partial_success.map(|p| (p.rejected_spans, p.error_message)).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_batch_past_the_decompressed_cap_is_413_and_the_budget_is_traces_own() {
+    let f = two_workspaces(
+        all_scopes(),
+        &[],
+        &[("MAX_DECOMPRESSED_BYTES", "1048576"), ("TRACE_RATE_LIMIT_PER_SECOND", "2")],
+    )
+    .await;
+    // 4 MB of zeros gzip to about 4 KB: within the 6 MB event, past the 1 MiB cap.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &vec![0u8; 4 << 20]).unwrap();
+    let body = gz.finish().unwrap();
+    let bomb = export_request(
+        "/otel/v1/traces",
+        Some("application/x-protobuf"),
+        Some(&f.key1),
+        body,
+        &[("content-encoding", "gzip")],
+    );
+    let (status, _, _) = export(&f.backend, bomb).await;
+    assert_eq!(status, 413);
+    assert!(f.t.objects().await.is_empty());
+    // Over the trace budget: 429 with Retry-After; the workspace's sends are not charged.
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..8 {
+        let request = export_request("/otel/v1/traces", Some("application/x-protobuf"), Some(&f.key1), vec![], &[]);
+        let (status, headers, _) = export(&f.backend, request).await;
+        statuses.push(status);
+        if status == 429 {
+            retry_after = headers.get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+        }
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert!(retry_after.is_some());
+    let query = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+    let a = send(
+        &f.backend,
+        Operation::CreateCall,
+        request(Operation::CreateCall, Some(&f.key1), &query, &create_call_body("c-budget")),
+    )
+    .await;
+    assert_eq!(a.status, 201, "the trace budget spent, a call is still committed now");
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn spans_naming_another_workspaces_call_join_nothing() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    let id = post_call(&f, "call-of-one").await;
+    // Workspace 2's key exports spans naming workspace 1's call.
+    export_proto(&f, &f.key2, &pipecat("call-of-one")).await;
+    index(&f).await;
+    let a = trace_of(&f, id).await;
+    assert_eq!((a.status, a.body["spans"].clone()), (200, json!([])));
+    let open = f.backend.store().unjoined_traces(2).await.unwrap();
+    assert_eq!(open.len(), 1, "kept in workspace 2, joined to nothing");
+    assert_eq!(open[0].keys, ["call-of-one"]);
+    f.t.delete().await;
+}
+
+#[tokio::test]
+async fn an_erase_removes_the_calls_spans_and_a_batch_received_before_it_adds_nothing_later() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    let id = post_call(&f, "call-erased").await;
+    export_proto(&f, &f.key1, &pipecat("call-erased")).await;
+    index(&f).await;
+    assert_eq!(trace_of(&f, id).await.body["spans"].as_array().unwrap().len(), 8);
+    // A second batch of the same trace, received now, indexed only after the erase.
+    let mut late = pipecat("call-erased");
+    for s in &mut late.resource_spans[0].scope_spans[0].spans {
+        s.span_id[0] ^= 0x40;
+    }
+    export_proto(&f, &f.key1, &late).await;
+    let id_s = id.to_string();
+    let erase = read_request(
+        Method::DELETE,
+        "/api/v1/public/call/{id}",
+        &[("id", &id_s)],
+        Some(&f.key1),
+        &[("workspace_id", "1")],
+    );
+    let a = send(&f.backend, Endpoint::EraseCall, erase).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    index(&f).await;
+    let left: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/")).collect();
+    assert_eq!(left, Vec::<String>::new(), "no span of the erased call is left");
+    // The call sent again is a new call: the erased spans do not come back with it.
+    let again = post_call(&f, "call-erased").await;
+    assert_eq!(trace_of(&f, again).await.body["spans"], json!([]));
+    let items = f.t.scan(&f.backend.config.calls_table).await;
+    let keys: Vec<String> =
+        items.iter().filter_map(|i| i.get("pk")?.as_s().ok().cloned()).filter(|k| k.starts_with("TKEY#")).collect();
+    assert!(keys.is_empty(), "no entry names the erased call: {keys:?}");
+    f.t.delete().await;
+}

@@ -1,0 +1,597 @@
+//! Traces kept (issue 31): OTLP batches durable in S3 before their answer, then split into
+//! their traces, indexed, and joined to calls.
+//!
+//! **In S3** (the frames bucket):
+//! - `traces/in/{workspace}/{received_ms:016}-{random}`: a batch as the receiver kept it
+//!   (its spans after [`call_ingest_traces::policy`], protobuf, zstd). S3 announces it on the
+//!   pending queue, and commit-pending indexes it ([`Store::index_trace_batch`]), then
+//!   deletes it.
+//! - `traces/spans/{workspace}/{trace}/{received_ms:016}-{random}`: one trace's spans of one
+//!   batch (the batch's name): a trace is as many parts as batches brought its spans, and an
+//!   erase removes a trace's parts and nothing else.
+//!
+//! **In the Calls table**:
+//! - `TRACE#{workspace}#{trace}` / `T`: the trace: its parts (`parts`, a string set), span
+//!   count (`spans`), first receipt (`first_ms`), candidate keys by rank (`k0`…`k9`, string
+//!   sets: [`call_ingest_traces::join`]), the call it joined (`call`, a provider call id), and
+//!   after an erase the erase's time (`erased`): a batch received before it adds nothing.
+//! - `TKEY#{workspace}#{value}` / `{trace}`: a trace one of whose candidate keys is `value`,
+//!   so that a call finds the traces that may be its own.
+//! - `TOPEN#{workspace}` / `{first_ms:016}#{trace}`: a trace that joined no call yet
+//!   (`callctl traces unjoined`); removed when it joins.
+//!
+//! **Joining** is lazy and final: a trace joins the call named by the best of its candidate
+//! keys that names a call of the workspace when it is looked at: when it is indexed, when
+//! its call is read or erased. Once joined it stays joined (a conditional write), so two
+//! readers never see it joined to different calls.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_s3::primitives::ByteStream;
+
+use call_ingest_traces::join::{candidates, Candidate};
+use call_ingest_traces::split::{by_trace, span_count};
+use call_ingest_traces::{policy, ExportTraceServiceRequest, Message};
+
+use crate::calls::frames::s3_error;
+use crate::calls::item::{call_pk, erased_at, get_s, get_u64, is_erasing, is_tombstone, n, s, Item, HEAD};
+use crate::calls::{now_ms, random_hex, Store, StoreError};
+
+pub const BATCH_PREFIX: &str = "traces/in/";
+pub const PART_PREFIX: &str = "traces/spans/";
+const TRACE_SK: &str = "T";
+/// The zstd level of batches and parts: spans compress about 8 to 1 at it.
+const LEVEL: i32 = 3;
+/// The ranks a trace's candidate keys can have ([`call_ingest_traces::join::JOIN_KEYS`]).
+const RANKS: u8 = 10;
+/// The most bytes a kept batch or part may expand to when read back: a batch is at most
+/// the receiver's decompressed cap.
+const MAX_EXPANDED: usize = 64 << 20;
+
+pub fn trace_pk(workspace_id: u64, trace: &str) -> String {
+    format!("TRACE#{workspace_id}#{trace}")
+}
+
+pub fn key_pk(workspace_id: u64, value: &str) -> String {
+    format!("TKEY#{workspace_id}#{value}")
+}
+
+pub fn open_pk(workspace_id: u64) -> String {
+    format!("TOPEN#{workspace_id}")
+}
+
+fn part_key(workspace_id: u64, trace: &str, part: &str) -> String {
+    format!("{PART_PREFIX}{workspace_id}/{trace}/{part}")
+}
+
+/// The workspace and batch name of a batch key; `None` for any other key.
+pub fn batch_of(key: &str) -> Option<(u64, &str)> {
+    let (workspace, name) = key.strip_prefix(BATCH_PREFIX)?.split_once('/')?;
+    let received = name.split_once('-')?.0;
+    (received.len() == 16 && received.bytes().all(|b| b.is_ascii_digit()) && !name.contains('/'))
+        .then_some((workspace.parse().ok()?, name))
+}
+
+fn received_of(name: &str) -> u64 {
+    name.split_once('-').and_then(|(r, _)| r.parse().ok()).unwrap_or(0)
+}
+
+fn pack(export: &ExportTraceServiceRequest) -> Result<Vec<u8>, StoreError> {
+    zstd::bulk::compress(&export.encode_to_vec(), LEVEL).map_err(|e| StoreError::Internal(format!("zstd: {e}")))
+}
+
+fn unpack(bytes: &[u8]) -> Result<ExportTraceServiceRequest, StoreError> {
+    let mut out = Vec::new();
+    let mut decoder = zstd::stream::read::Decoder::new(bytes).map_err(|e| StoreError::Internal(e.to_string()))?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(&mut decoder, MAX_EXPANDED as u64), &mut out)
+        .map_err(|e| StoreError::Internal(format!("a kept trace batch is unreadable: {e}")))?;
+    ExportTraceServiceRequest::decode(&out[..])
+        .map_err(|e| StoreError::Internal(format!("a kept trace batch is unreadable: {e}")))
+}
+
+/// What indexing a batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Indexed {
+    /// Spans kept in their traces.
+    pub spans: u64,
+    /// Spans dropped: their trace was erased after they were received, or is full.
+    pub dropped: u64,
+    /// Traces that joined a call now.
+    pub joined: u64,
+}
+
+/// A trace that joined no call yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unjoined {
+    pub trace: String,
+    pub first_ms: u64,
+    pub spans: u64,
+    /// Its candidate keys, best first.
+    pub keys: Vec<String>,
+}
+
+/// Why a trace's part was not added.
+enum Refused {
+    Erased,
+    Full,
+    Known,
+}
+
+impl Store {
+    fn s3(&self) -> &aws_sdk_s3::Client {
+        self.frames().client()
+    }
+
+    fn bucket(&self) -> &str {
+        self.frames().bucket()
+    }
+
+    /// Keeps a batch (its spans after the policy) for indexing; answers its key. Durable when
+    /// this answers: the receiver answers 200 only then.
+    pub async fn put_trace_batch(
+        &self,
+        workspace_id: u64,
+        received_ms: u64,
+        batch: &ExportTraceServiceRequest,
+    ) -> Result<String, StoreError> {
+        let key = format!("{BATCH_PREFIX}{workspace_id}/{received_ms:016}-{}", random_hex(8)?);
+        let body = pack(batch)?;
+        self.s3()
+            .put_object()
+            .bucket(self.bucket())
+            .key(&key)
+            .content_type("application/zstd")
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(s3_error)?;
+        Ok(key)
+    }
+
+    /// Indexes the batch at `key`: each trace's spans become a part of their trace, the trace
+    /// is joined to its call when that exists, and the batch is deleted. Run again (a queue
+    /// message delivered twice, a failure part-way), it adds nothing twice.
+    pub async fn index_trace_batch(&self, key: &str) -> Result<Indexed, StoreError> {
+        let Some((workspace_id, name)) = batch_of(key) else {
+            return Err(StoreError::Internal(format!("{key} is not a trace batch")));
+        };
+        let Some(bytes) = self.frames().get(key).await? else { return Ok(Indexed::default()) };
+        let received = received_of(name);
+        let mut done = Indexed::default();
+        for (trace, export) in by_trace(unpack(&bytes)?) {
+            let spans = span_count(&export) as u64;
+            match self.add_part(workspace_id, &trace, name, received, &export).await? {
+                Ok(joined) => {
+                    done.spans += spans;
+                    done.joined += u64::from(joined);
+                }
+                Err(Refused::Known) => done.spans += spans,
+                Err(Refused::Erased | Refused::Full) => done.dropped += spans,
+            }
+        }
+        self.frames().delete(key).await?;
+        Ok(done)
+    }
+
+    /// Indexes the batches the queue did not (lost or dead-lettered messages) received
+    /// before `before_ms`, oldest first, until `deadline`: the sweep's share. Answers the
+    /// batches indexed and those left (failing, or past the deadline).
+    pub async fn index_trace_batches(
+        &self,
+        before_ms: u64,
+        deadline: std::time::Instant,
+    ) -> Result<(u64, u64), StoreError> {
+        let mut keys = self.keys_under(BATCH_PREFIX).await?;
+        keys.retain(|k| batch_of(k).is_some_and(|(_, name)| received_of(name) < before_ms));
+        keys.sort_by_key(|k| batch_of(k).map(|(_, name)| received_of(name)));
+        let (mut indexed, mut left) = (0, 0);
+        for key in &keys {
+            if std::time::Instant::now() >= deadline {
+                left += 1;
+                continue;
+            }
+            match self.index_trace_batch(key).await {
+                Ok(_) => indexed += 1,
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "trace batch not indexed; next sweep");
+                    left += 1;
+                }
+            }
+        }
+        Ok((indexed, left))
+    }
+
+    /// Adds one trace's part of batch `part`: the object first, then the trace's item (which
+    /// refuses it when the trace was erased after `received`, is full, or has it already);
+    /// a part refused for the first two is removed. Answers whether the trace joined a call now.
+    async fn add_part(
+        &self,
+        workspace_id: u64,
+        trace: &str,
+        part: &str,
+        received: u64,
+        export: &ExportTraceServiceRequest,
+    ) -> Result<Result<bool, Refused>, StoreError> {
+        let object = part_key(workspace_id, trace, part);
+        let body = pack(export)?;
+        self.s3()
+            .put_object()
+            .bucket(self.bucket())
+            .key(&object)
+            .content_type("application/zstd")
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(s3_error)?;
+        let spans = span_count(export) as u64;
+        let found = candidates(export);
+        let mut update = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .key("pk", s(trace_pk(workspace_id, trace)))
+            .key("sk", s(TRACE_SK))
+            .condition_expression(
+                "(attribute_not_exists(erased) OR erased < :received) AND (attribute_not_exists(spans) OR spans <= :room) \
+                 AND NOT contains(parts, :part)",
+            )
+            .expression_attribute_values(":received", n(received))
+            .expression_attribute_values(":room", n((policy::MAX_SPANS_PER_TRACE as u64).saturating_sub(spans)))
+            .expression_attribute_values(":part", s(part))
+            .expression_attribute_values(":parts", AttributeValue::Ss(vec![part.to_owned()]))
+            .expression_attribute_values(":spans", n(spans))
+            .expression_attribute_values(":first", n(received))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let mut adds = vec!["parts :parts".to_owned(), "spans :spans".to_owned()];
+        for (rank, values) in by_rank(&found) {
+            adds.push(format!("k{rank} :k{rank}"));
+            update = update.expression_attribute_values(format!(":k{rank}"), AttributeValue::Ss(values));
+        }
+        let expression = format!("SET first_ms = if_not_exists(first_ms, :first) ADD {}", adds.join(", "));
+        let item = match update.update_expression(expression).send().await {
+            Ok(out) => out.attributes.unwrap_or_default(),
+            Err(e) => {
+                let old = match e.as_service_error() {
+                    Some(
+                        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c),
+                    ) => c.item.clone().unwrap_or_default(),
+                    _ => return Err(StoreError::from_sdk(e)),
+                };
+                let known = matches!(old.get("parts"), Some(AttributeValue::Ss(p)) if p.iter().any(|x| x == part));
+                if known {
+                    return Ok(Err(Refused::Known));
+                }
+                self.frames().delete(&object).await?;
+                let erased = get_u64(&old, "erased").is_some_and(|e| e >= received);
+                return Ok(Err(if erased { Refused::Erased } else { Refused::Full }));
+            }
+        };
+        // Each candidate key finds the trace; until it joins, it is listed as open.
+        for (_, value) in &found {
+            self.client()
+                .put_item()
+                .table_name(self.table())
+                .item("pk", s(key_pk(workspace_id, value)))
+                .item("sk", s(trace))
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+        }
+        if item.contains_key("call") {
+            return Ok(Ok(false));
+        }
+        let first = get_u64(&item, "first_ms").unwrap_or(received);
+        self.client()
+            .put_item()
+            .table_name(self.table())
+            .item("pk", s(open_pk(workspace_id)))
+            .item("sk", s(format!("{first:016}#{trace}")))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(Ok(self.join(workspace_id, trace, &item).await?.is_some()))
+    }
+
+    /// Whether `call_id` is a call of the workspace now (not erased, not being erased), and
+    /// then when it was last erased before (0 if never): spans received before that erase
+    /// never join it.
+    async fn call_exists(&self, workspace_id: u64, call_id: &str) -> Result<Option<u64>, StoreError> {
+        let out = self
+            .client()
+            .get_item()
+            .table_name(self.table())
+            .key("pk", s(call_pk(workspace_id, call_id)))
+            .key("sk", s(HEAD))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(out.item.filter(|head| !is_tombstone(head) && !is_erasing(head)).map(|head| erased_at(&head)))
+    }
+
+    /// The call trace `item` joined, joining it now to the call its best candidate key
+    /// names when it joined none yet; `None` while none of its keys names a call.
+    async fn join(&self, workspace_id: u64, trace: &str, item: &Item) -> Result<Option<String>, StoreError> {
+        if let Some(call) = get_s(item, "call") {
+            return Ok(Some(call.to_owned()));
+        }
+        let mut named = None;
+        let first = get_u64(item, "first_ms").unwrap_or_default();
+        for value in ranked(item) {
+            if self.call_exists(workspace_id, &value).await?.is_some_and(|erased| erased < first) {
+                named = Some(value);
+                break;
+            }
+        }
+        let Some(call) = named else { return Ok(None) };
+        let joined = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .key("pk", s(trace_pk(workspace_id, trace)))
+            .key("sk", s(TRACE_SK))
+            .update_expression("SET #call = :call")
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(#call)")
+            .expression_attribute_names("#call", "call")
+            .expression_attribute_values(":call", s(&call))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let call = match joined {
+            Ok(_) => call,
+            Err(e) => match e.as_service_error() {
+                // Joined meanwhile (to the same call or, by a key that named a call first, another).
+                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c)) => {
+                    match c.item.as_ref().and_then(|i| get_s(i, "call")) {
+                        Some(other) => other.to_owned(),
+                        None => return Ok(None),
+                    }
+                }
+                _ => return Err(StoreError::from_sdk(e)),
+            },
+        };
+        self.client()
+            .delete_item()
+            .table_name(self.table())
+            .key("pk", s(open_pk(workspace_id)))
+            .key("sk", s(format!("{first:016}#{trace}")))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(Some(call))
+    }
+
+    async fn trace_item(&self, workspace_id: u64, trace: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client()
+            .get_item()
+            .table_name(self.table())
+            .key("pk", s(trace_pk(workspace_id, trace)))
+            .key("sk", s(TRACE_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(out.item)
+    }
+
+    /// The traces one of whose candidate keys is `value`, with their items.
+    async fn traces_naming(&self, workspace_id: u64, value: &str) -> Result<Vec<(String, Item)>, StoreError> {
+        let mut traces = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client()
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(key_pk(workspace_id, value)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            for item in out.items.unwrap_or_default() {
+                if let Some(trace) = get_s(&item, "sk") {
+                    if let Some(found) = self.trace_item(workspace_id, trace).await? {
+                        traces.push((trace.to_owned(), found));
+                    }
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(traces);
+            }
+        }
+    }
+
+    /// The traces joined to call `call_id` (joining those its keys name now), each as its
+    /// parts' spans in one export, by trace id.
+    pub async fn traces_of_call(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+    ) -> Result<BTreeMap<String, ExportTraceServiceRequest>, StoreError> {
+        let mut out = BTreeMap::new();
+        for (trace, item) in self.traces_naming(workspace_id, call_id).await? {
+            if self.join(workspace_id, &trace, &item).await?.as_deref() != Some(call_id) {
+                continue;
+            }
+            let mut whole = ExportTraceServiceRequest::default();
+            for part in parts(&item) {
+                if let Some(bytes) = self.frames().get(&part_key(workspace_id, &trace, &part)).await? {
+                    whole.resource_spans.extend(unpack(&bytes)?.resource_spans);
+                }
+            }
+            out.insert(trace, whole);
+        }
+        Ok(out)
+    }
+
+    /// Erases the traces joined to call `call_id` (joining first those its keys name, while
+    /// it exists): their parts, then their items but a tombstone (`erased`), so that a batch
+    /// received before now adds nothing to them. Answers how many traces were erased.
+    pub async fn erase_traces(&self, workspace_id: u64, call_id: &str) -> Result<usize, StoreError> {
+        let mut erased = 0;
+        let now = now_ms();
+        for (trace, item) in self.traces_naming(workspace_id, call_id).await? {
+            if self.join(workspace_id, &trace, &item).await?.as_deref() != Some(call_id) {
+                continue;
+            }
+            self.erase_trace(workspace_id, &trace, now).await?;
+            erased += 1;
+        }
+        Ok(erased)
+    }
+
+    /// Removes a trace's parts and leaves its item as a tombstone erased at `now`. The
+    /// tombstone is written first: a part added after it was read is refused, and one added
+    /// before is in the parts read after.
+    async fn erase_trace(&self, workspace_id: u64, trace: &str, now: u64) -> Result<(), StoreError> {
+        let out = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .key("pk", s(trace_pk(workspace_id, trace)))
+            .key("sk", s(TRACE_SK))
+            .update_expression("SET erased = :now REMOVE #call")
+            .expression_attribute_names("#call", "call")
+            .expression_attribute_values(":now", n(now))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        let old = out.attributes.unwrap_or_default();
+        for part in parts(&old) {
+            self.frames().delete(&part_key(workspace_id, trace, &part)).await?;
+        }
+        // Nothing of the erased call is left to name it: not its keys' entries either.
+        for value in ranked(&old) {
+            self.client()
+                .delete_item()
+                .table_name(self.table())
+                .key("pk", s(key_pk(workspace_id, &value)))
+                .key("sk", s(trace))
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+        }
+        // The parts are gone: the item keeps only the tombstone.
+        // first_ms too: spans received after the erase start a trace anew.
+        let mut remove = vec!["parts".to_owned(), "spans".to_owned(), "first_ms".to_owned()];
+        remove.extend((0..RANKS).map(|r| format!("k{r}")));
+        self.client()
+            .update_item()
+            .table_name(self.table())
+            .key("pk", s(trace_pk(workspace_id, trace)))
+            .key("sk", s(TRACE_SK))
+            .update_expression(format!("REMOVE {}", remove.join(", ")))
+            .condition_expression("erased = :now")
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(())
+    }
+
+    /// The workspace's traces that joined no call yet, oldest first (those whose keys name
+    /// a call now are joined, and not listed).
+    pub async fn unjoined_traces(&self, workspace_id: u64) -> Result<Vec<Unjoined>, StoreError> {
+        let mut list = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client()
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(open_pk(workspace_id)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+            for open in out.items.unwrap_or_default() {
+                let Some((first, trace)) = get_s(&open, "sk").and_then(|k| k.split_once('#')) else { continue };
+                let Some(item) = self.trace_item(workspace_id, trace).await? else { continue };
+                if self.join(workspace_id, trace, &item).await?.is_some() {
+                    continue;
+                }
+                list.push(Unjoined {
+                    trace: trace.to_owned(),
+                    first_ms: first.parse().unwrap_or_default(),
+                    spans: get_u64(&item, "spans").unwrap_or_default(),
+                    keys: ranked(&item),
+                });
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(list);
+            }
+        }
+    }
+}
+
+/// Candidate values by rank, for the item's `k{rank}` sets.
+fn by_rank(found: &[Candidate]) -> BTreeMap<u8, Vec<String>> {
+    let mut out: BTreeMap<u8, Vec<String>> = BTreeMap::new();
+    for (rank, value) in found.iter().filter(|(r, _)| *r < RANKS) {
+        out.entry(*rank).or_default().push(value.clone());
+    }
+    out
+}
+
+/// A trace item's candidate keys, best first (within a rank, in order of value).
+fn ranked(item: &Item) -> Vec<String> {
+    let mut out = Vec::new();
+    for rank in 0..RANKS {
+        if let Some(AttributeValue::Ss(values)) = item.get(&format!("k{rank}")) {
+            let mut values = values.clone();
+            values.sort();
+            for value in values {
+                if !out.contains(&value) {
+                    out.push(value);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn parts(item: &Item) -> Vec<String> {
+    match item.get("parts") {
+        Some(AttributeValue::Ss(parts)) => {
+            let mut parts = parts.clone();
+            parts.sort();
+            parts
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_keys_name_their_workspace_and_receipt_and_nothing_else_is_one() {
+        assert_eq!(batch_of("traces/in/7/0001795815313225-ab12"), Some((7, "0001795815313225-ab12")));
+        assert_eq!(received_of("0001795815313225-ab12"), 1795815313225);
+        for other in
+            ["traces/in/7/x-1", "traces/in/x/0001795815313225-ab", "pending/7/a/b", "traces/in/7/0001795815313225-a/b"]
+        {
+            assert_eq!(batch_of(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn candidate_keys_come_back_best_first() {
+        let found =
+            vec![(4, "conv".to_owned()), (1, "call-9".to_owned()), (8, "RM".to_owned()), (4, "conv".to_owned())];
+        let mut item = Item::new();
+        for (rank, values) in by_rank(&found) {
+            item.insert(format!("k{rank}"), AttributeValue::Ss(values));
+        }
+        assert_eq!(ranked(&item), ["call-9", "conv", "RM"]);
+    }
+}

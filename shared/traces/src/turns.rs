@@ -1,0 +1,259 @@
+//! A call's spans as the answer shows them, and the per-turn table derived from them:
+//! where the time of each turn went (the caller's wait, speech-to-text, the LLM, tools,
+//! text-to-speech), from pipecat's spans (`turn` → `stt` / `llm` / `tts`, keyed on
+//! `gen_ai.operation.name`) or LiveKit Agents' (`agent_turn` → `llm_node`, `tts_node`,
+//! `function_tool`, with `lk.*` measures).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::split::hex;
+use crate::{any_value, AnyValue, ExportTraceServiceRequest, KeyValue};
+
+/// One span as answered: ids in hex, times in unix milliseconds and, when the call's start
+/// is known, milliseconds from it; its attributes (content ones were dropped at ingest).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SpanView {
+    pub trace_id: String,
+    pub span_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub start_unix_ms: f64,
+    pub end_unix_ms: f64,
+    pub duration_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset_ms: Option<f64>,
+    pub attributes: Map<String, Value>,
+    /// `ok`, `error` or `unset`.
+    pub status: &'static str,
+}
+
+/// A service's share of a turn.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Service {
+    /// Time to first byte (the first token for an LLM), ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb_ms: Option<f64>,
+    /// The service's spans' time in the turn, ms.
+    pub duration_ms: f64,
+}
+
+/// One turn of the table.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Turn {
+    pub turn: u64,
+    pub start_unix_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset_ms: Option<f64>,
+    pub duration_ms: f64,
+    /// From the caller's last word to the agent's first sound, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_to_agent_latency_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stt: Option<Service>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<Service>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tts: Option<Service>,
+    /// Time in tool calls, ms, and how many.
+    pub tools_ms: f64,
+    pub tool_calls: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    pub interrupted: bool,
+}
+
+/// What a span does in a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Turn,
+    Stt,
+    Llm,
+    Tts,
+    Tool,
+    Other,
+}
+
+fn kind(name: &str, attributes: &Map<String, Value>) -> Kind {
+    let op = attributes.get("gen_ai.operation.name").and_then(Value::as_str).unwrap_or("");
+    match (name, op) {
+        ("turn" | "agent_turn", _) => Kind::Turn,
+        (_, "stt") => Kind::Stt,
+        (_, "chat" | "llm" | "text_completion" | "generate_content") => Kind::Llm,
+        (_, "tts") => Kind::Tts,
+        (_, "execute_tool") => Kind::Tool,
+        ("llm_node", _) => Kind::Llm,
+        ("tts_node", _) => Kind::Tts,
+        ("function_tool", _) => Kind::Tool,
+        _ if attributes.contains_key("tool.function_name") => Kind::Tool,
+        // pipecat before gen_ai.operation.name: `stt_deepgramsttservice`, `llm_…`, `tts_…`.
+        _ if name.starts_with("stt_") => Kind::Stt,
+        _ if name.starts_with("llm_") => Kind::Llm,
+        _ if name.starts_with("tts_") => Kind::Tts,
+        _ => Kind::Other,
+    }
+}
+
+fn value(v: &AnyValue) -> Value {
+    match &v.value {
+        Some(any_value::Value::StringValue(s)) => Value::from(s.as_str()),
+        Some(any_value::Value::BoolValue(b)) => Value::from(*b),
+        Some(any_value::Value::IntValue(i)) => Value::from(*i),
+        Some(any_value::Value::DoubleValue(d)) => serde_json::Number::from_f64(*d).map_or(Value::Null, Value::Number),
+        Some(any_value::Value::ArrayValue(a)) => Value::Array(a.values.iter().map(value).collect()),
+        Some(any_value::Value::KvlistValue(l)) => Value::Object(attributes(&l.values)),
+        Some(any_value::Value::BytesValue(b)) => Value::from(hex(b)),
+        _ => Value::Null,
+    }
+}
+
+fn attributes(kvs: &[KeyValue]) -> Map<String, Value> {
+    kvs.iter().map(|kv| (kv.key.clone(), kv.value.as_ref().map_or(Value::Null, value))).collect()
+}
+
+fn ms(nanos: u64) -> f64 {
+    (nanos / 1_000) as f64 / 1_000.0
+}
+
+/// A number attribute (or a numeric string), if any.
+fn number(attributes: &Map<String, Value>, key: &str) -> Option<f64> {
+    match attributes.get(key)? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn seconds_ms(attributes: &Map<String, Value>, key: &str) -> Option<f64> {
+    number(attributes, key).map(|s| (s * 1_000_000.0).round() / 1_000.0)
+}
+
+fn flag(attributes: &Map<String, Value>, key: &str) -> bool {
+    matches!(attributes.get(key), Some(Value::Bool(true)))
+        || attributes.get(key).and_then(Value::as_str) == Some("true")
+}
+
+/// The spans of a call's traces, by start time, and its per-turn table. `call_start_ms`:
+/// the call's start (unix ms), to which offsets are aligned.
+pub fn view(traces: &[ExportTraceServiceRequest], call_start_ms: Option<u64>) -> (Vec<SpanView>, Vec<Turn>) {
+    let offset = |t: f64| call_start_ms.map(|s| ((t - s as f64) * 1_000.0).round() / 1_000.0);
+    let mut spans: Vec<SpanView> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for export in traces {
+        for resource in &export.resource_spans {
+            for span in resource.scope_spans.iter().flat_map(|s| &s.spans) {
+                // A span sent twice (an exporter's retry) is shown once.
+                if !seen.insert((span.trace_id.clone(), span.span_id.clone())) {
+                    continue;
+                }
+                let (start, end) =
+                    (ms(span.start_time_unix_nano), ms(span.end_time_unix_nano.max(span.start_time_unix_nano)));
+                spans.push(SpanView {
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent_span_id: (!span.parent_span_id.is_empty()).then(|| hex(&span.parent_span_id)),
+                    name: span.name.clone(),
+                    start_unix_ms: start,
+                    end_unix_ms: end,
+                    duration_ms: ((end - start) * 1_000.0).round() / 1_000.0,
+                    offset_ms: offset(start),
+                    attributes: attributes(&span.attributes),
+                    status: match span.status.as_ref().map(|s| s.code) {
+                        Some(1) => "ok",
+                        Some(2) => "error",
+                        _ => "unset",
+                    },
+                });
+            }
+        }
+    }
+    spans.sort_by(|a, b| a.start_unix_ms.total_cmp(&b.start_unix_ms).then_with(|| a.span_id.cmp(&b.span_id)));
+    let turns = turns(&spans, &offset);
+    (spans, turns)
+}
+
+/// The turn each span belongs to: its nearest ancestor that is a turn.
+fn turn_of<'a>(span: &'a SpanView, by_id: &HashMap<&str, &'a SpanView>) -> Option<&'a str> {
+    let mut at = span;
+    for _ in 0..64 {
+        if kind(&at.name, &at.attributes) == Kind::Turn {
+            return Some(&at.span_id);
+        }
+        at = by_id.get(at.parent_span_id.as_deref()?)?;
+    }
+    None
+}
+
+fn turns(spans: &[SpanView], offset: &dyn Fn(f64) -> Option<f64>) -> Vec<Turn> {
+    let by_id: HashMap<&str, &SpanView> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
+    let mut table: BTreeMap<&str, Turn> = BTreeMap::new();
+    let mut order = Vec::new();
+    for s in spans.iter().filter(|s| kind(&s.name, &s.attributes) == Kind::Turn) {
+        order.push(s.span_id.as_str());
+        let a = &s.attributes;
+        table.insert(
+            &s.span_id,
+            Turn {
+                turn: number(a, "turn.number").map_or(order.len() as u64, |n| n as u64),
+                start_unix_ms: s.start_unix_ms,
+                offset_ms: offset(s.start_unix_ms),
+                duration_ms: seconds_ms(a, "turn.duration_seconds").unwrap_or(s.duration_ms),
+                user_to_agent_latency_ms: seconds_ms(a, "turn.user_bot_latency_seconds")
+                    .or_else(|| seconds_ms(a, "lk.e2e_latency")),
+                interrupted: flag(a, "turn.was_interrupted") || flag(a, "lk.interrupted"),
+                ..Turn::default()
+            },
+        );
+    }
+    for s in spans {
+        let k = kind(&s.name, &s.attributes);
+        if k == Kind::Turn {
+            continue;
+        }
+        let Some(turn) = turn_of(s, &by_id).and_then(|t| table.get_mut(t)) else { continue };
+        let a = &s.attributes;
+        if turn.user_to_agent_latency_ms.is_none() {
+            turn.user_to_agent_latency_ms = seconds_ms(a, "lk.e2e_latency");
+        }
+        turn.interrupted |= flag(a, "lk.interrupted");
+        let ttfb = seconds_ms(a, "metrics.ttfb").or_else(|| match k {
+            Kind::Llm => seconds_ms(a, "lk.response.ttft"),
+            Kind::Tts => seconds_ms(a, "lk.response.ttfb"),
+            _ => None,
+        });
+        let service = match k {
+            Kind::Stt => &mut turn.stt,
+            Kind::Llm => &mut turn.llm,
+            Kind::Tts => &mut turn.tts,
+            Kind::Tool => {
+                turn.tools_ms += s.duration_ms;
+                turn.tool_calls += 1;
+                continue;
+            }
+            _ => continue,
+        };
+        let service = service.get_or_insert_with(Service::default);
+        service.duration_ms += s.duration_ms;
+        // The first of the turn's spans of this service gives its time to first byte.
+        service.ttfb_ms = service.ttfb_ms.or(ttfb);
+        if k == Kind::Llm {
+            let add = |total: &mut Option<u64>, key| {
+                if let Some(n) = number(a, key) {
+                    *total = Some(total.unwrap_or(0) + n as u64);
+                }
+            };
+            add(&mut turn.input_tokens, "gen_ai.usage.input_tokens");
+            add(&mut turn.output_tokens, "gen_ai.usage.output_tokens");
+        }
+    }
+    let mut out: Vec<Turn> = order.into_iter().filter_map(|id| table.remove(id)).collect();
+    for t in &mut out {
+        t.tools_ms = (t.tools_ms * 1_000.0).round() / 1_000.0;
+    }
+    out
+}
