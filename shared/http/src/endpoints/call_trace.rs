@@ -34,7 +34,7 @@ pub(crate) async fn answer(
 ) -> Result<Response<Body>, Problem> {
     let (workspace_id, ()) = admit(backend, Endpoint::CallTrace, request, log, Ok(())).await?;
     let call = call_by_id(backend, workspace_id, path_id(request), None).await?.ok_or_else(problems::call_not_found)?;
-    let traces = backend.store().traces_of_call(workspace_id, &call.call_id).await.map_err(read_problem)?;
+    let traces = Box::pin(backend.store().traces_of_call(workspace_id, &call.call_id)).await.map_err(read_problem)?;
     let exports: Vec<_> = traces.values().cloned().collect();
     let (spans, turns) = view(&exports, call.started_ms());
     let answer = Answer {

@@ -36,7 +36,7 @@ async fn a_key_learns_its_workspace_scopes_and_public_id_a_session_its_workspace
 
     let session = d.create_session("ada", &[2, 1], Duration::from_secs(600)).await.unwrap();
     let a = send(&f.backend, Endpoint::Me, me(Some(&format!("Bearer {}", session.token)), Method::GET)).await;
-    assert_eq!(a.body, json!({"kind": "session", "workspaces": [1, 2], "scopes": ["send", "read", "erase"]}));
+    assert_eq!(a.body, json!({"kind": "session", "workspaces": [1, 2], "scopes": ["send", "read", "erase", "traces"]}));
     f.t.delete().await;
 }
 

@@ -20,7 +20,7 @@ const CREATE_CALL: &str = "/api/v1/public/call";
 
 /// Every operation of the document: the endpoint (function) that answers it, and whether
 /// that function also answers the path's other methods (405, documented on this operation).
-const OPERATIONS: [(Endpoint, &str, &str, bool); 11] = [
+const OPERATIONS: [(Endpoint, &str, &str, bool); 12] = [
     (Endpoint::Ingest(Operation::SendCallData), SEND_CALL_DATA, "post", true),
     (Endpoint::Ingest(Operation::CreateCall), CREATE_CALL, "post", true),
     (Endpoint::GetCall, CREATE_CALL, "get", false),
@@ -30,6 +30,7 @@ const OPERATIONS: [(Endpoint, &str, &str, bool); 11] = [
     (Endpoint::CallRevisions, "/api/v1/public/call/{id}/revisions", "get", true),
     (Endpoint::CallRevisions, "/api/v1/public/call/{id}/revisions/{n}", "get", true),
     (Endpoint::GetRawCall, "/api/v1/public/call/{id}/raw", "get", true),
+    (Endpoint::CallTrace, "/api/v1/public/call/{id}/trace", "get", true),
     (Endpoint::Webhook, "/v1/webhooks/{provider}/{hook_id}", "post", true),
     (Endpoint::Me, "/api/v1/public/me", "get", true),
 ];
