@@ -18,7 +18,7 @@ use call_ingest_store::config::{self, Config};
 use call_ingest_store::Backend;
 use clap::{Parser, Subcommand};
 
-use commands::{agent, call, key, session, tables, webhook, workspace};
+use commands::{agent, call, key, session, tables, traces, webhook, workspace};
 use output::Output;
 
 /// Operator CLI for call-ingest.
@@ -55,6 +55,9 @@ enum Noun {
     /// Webhook hooks: where Vapi, Retell or ElevenLabs post their calls.
     #[command(subcommand)]
     Webhook(webhook::Command),
+    /// OpenTelemetry traces sent to /otel/v1/traces.
+    #[command(subcommand)]
+    Traces(traces::Command),
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -110,6 +113,7 @@ async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
         Noun::Session(c) => c.run(&backend, out).await,
         Noun::Call(c) => c.run(&backend, out).await,
         Noun::Webhook(c) => c.run(&backend, out).await,
+        Noun::Traces(c) => c.run(&backend, out).await,
     }
 }
 

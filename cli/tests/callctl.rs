@@ -411,3 +411,54 @@ async fn tenant_strings_cannot_drive_the_operators_terminal() {
         .delete()
         .await;
 }
+
+#[tokio::test]
+async fn traces_that_joined_no_call_are_listed_with_their_keys_best_first() {
+    use call_ingest_traces::{
+        any_value, AnyValue, ExportTraceServiceRequest, KeyValue, ResourceSpans, ScopeSpans, Span,
+    };
+    let (calls, directory) = unique_names();
+    let cli = Callctl::new(&calls, &directory);
+    cli.ok(&["tables", "create"]);
+    let ws = u64_of(&cli.json(&["workspace", "create", "--name", "Traced"]), "id");
+    let key = |k: &str, v: &str| KeyValue {
+        key: k.into(),
+        value: Some(AnyValue { value: Some(any_value::Value::StringValue(v.into())) }),
+        ..Default::default()
+    };
+    let span = Span {
+        trace_id: vec![7; 16],
+        span_id: vec![1; 8],
+        name: "turn".into(),
+        attributes: vec![key("lk.room_sid", "RM_1"), key("conversation.id", "conv\u{202e}gpj")],
+        ..Default::default()
+    };
+    let batch = ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans { spans: vec![span], ..Default::default() }],
+            ..Default::default()
+        }],
+    };
+    let frames = call_ingest_store::calls::Frames::new(testkit::s3_client(), FRAMES);
+    let store = call_ingest_store::calls::Store::new(testkit::client().await, frames, calls.clone(), 10);
+    let kept = store.put_trace_batch(ws, 1_763_700_000_000, &batch).await.expect("kept");
+    store.index_trace_batch(&kept).await.expect("indexed");
+    let listed = cli.json(&["traces", "unjoined", "--workspace", &ws.to_string()]);
+    assert_eq!(listed["traces"][0]["trace_id"], "07".repeat(16), "{listed}");
+    assert_eq!(
+        listed["traces"][0]["keys"],
+        serde_json::json!(["conv\u{202e}gpj", "RM_1"]),
+        "conversation.id ranks first"
+    );
+    assert_eq!(listed["traces"][0]["spans"], 1);
+    let text = cli.ok(&["traces", "unjoined", "--workspace", &ws.to_string()]);
+    assert!(
+        text.contains("conv\\u{202e}gpj") && !text.contains('\u{202e}'),
+        "a right-to-left override is shown escaped: {text:?}"
+    );
+    let other = cli.json(&["traces", "unjoined", "--workspace", &(ws + 1).to_string()]);
+    assert_eq!(other["traces"], serde_json::json!([]), "another workspace's traces are not listed");
+    Tables { client: testkit::client().await, calls, directory, s3: testkit::s3_client(), bucket: FRAMES.into() }
+        .delete()
+        .await;
+}

@@ -6,5 +6,6 @@ pub mod call;
 pub mod key;
 pub mod session;
 pub mod tables;
+pub mod traces;
 pub mod webhook;
 pub mod workspace;

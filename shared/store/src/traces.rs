@@ -242,7 +242,7 @@ impl Store {
             .expression_attribute_values(":parts", AttributeValue::Ss(vec![part.to_owned()]))
             .expression_attribute_values(":spans", n(spans))
             .expression_attribute_values(":first", n(received))
-            .return_values(ReturnValue::AllNew)
+            .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let mut adds = vec!["parts :parts".to_owned(), "spans :spans".to_owned()];
         for (rank, values) in by_rank(&found) {
@@ -250,8 +250,10 @@ impl Store {
             update = update.expression_attribute_values(format!(":k{rank}"), AttributeValue::Ss(values));
         }
         let expression = format!("SET first_ms = if_not_exists(first_ms, :first) ADD {}", adds.join(", "));
-        let item = match update.update_expression(expression).send().await {
-            Ok(out) => out.attributes.unwrap_or_default(),
+        // The item before (`old`) tells what this part adds: a trace's later batches, with the
+        // keys its first brought, cost this one write.
+        let (old, redelivered) = match update.update_expression(expression).send().await {
+            Ok(out) => (out.attributes.unwrap_or_default(), false),
             Err(e) => {
                 let old = match e.as_service_error() {
                     Some(
@@ -260,16 +262,20 @@ impl Store {
                     _ => return Err(StoreError::from_sdk(e)),
                 };
                 let known = matches!(old.get("parts"), Some(AttributeValue::Ss(p)) if p.iter().any(|x| x == part));
-                if known {
-                    return Ok(Err(Refused::Known));
+                if !known {
+                    self.frames().delete(&object).await?;
+                    let erased = get_u64(&old, "erased").is_some_and(|e| e >= received);
+                    return Ok(Err(if erased { Refused::Erased } else { Refused::Full }));
                 }
-                self.frames().delete(&object).await?;
-                let erased = get_u64(&old, "erased").is_some_and(|e| e >= received);
-                return Ok(Err(if erased { Refused::Erased } else { Refused::Full }));
+                // Delivered again: what followed its write may not have happened; it is
+                // all written again below (each write is idempotent).
+                (old, true)
             }
         };
-        // Each candidate key finds the trace; until it joins, it is listed as open.
-        for (_, value) in &found {
+        let item = if redelivered { old.clone() } else { merged(&old, &found, received) };
+        let had = ranked(&old);
+        // Each candidate key finds the trace.
+        for (_, value) in found.iter().filter(|(_, v)| redelivered || !had.contains(v)) {
             self.client()
                 .put_item()
                 .table_name(self.table())
@@ -280,18 +286,26 @@ impl Store {
                 .map_err(StoreError::from_sdk)?;
         }
         if item.contains_key("call") {
-            return Ok(Ok(false));
+            return Ok(if redelivered { Err(Refused::Known) } else { Ok(false) });
         }
+        // Until it joins, it is listed as open (once, from its first part).
         let first = get_u64(&item, "first_ms").unwrap_or(received);
-        self.client()
-            .put_item()
-            .table_name(self.table())
-            .item("pk", s(open_pk(workspace_id)))
-            .item("sk", s(format!("{first:016}#{trace}")))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        Ok(Ok(self.join(workspace_id, trace, &item).await?.is_some()))
+        if redelivered || !old.contains_key("first_ms") {
+            self.client()
+                .put_item()
+                .table_name(self.table())
+                .item("pk", s(open_pk(workspace_id)))
+                .item("sk", s(format!("{first:016}#{trace}")))
+                .send()
+                .await
+                .map_err(StoreError::from_sdk)?;
+        }
+        // A new key may name a call; keys known before named none when last looked at.
+        let joined = match redelivered || found.iter().any(|(_, v)| !had.contains(v)) {
+            true => self.join(workspace_id, trace, &item).await?.is_some(),
+            false => false,
+        };
+        Ok(if redelivered { Err(Refused::Known) } else { Ok(joined) })
     }
 
     /// Whether `call_id` is a call of the workspace now (not erased, not being erased), and
@@ -530,6 +544,24 @@ impl Store {
             }
         }
     }
+}
+
+/// A trace's item after a part with candidate keys `found`, received at `received`, was
+/// added to `old` (the keys and the first receipt; what joining reads).
+fn merged(old: &Item, found: &[Candidate], received: u64) -> Item {
+    let mut item = old.clone();
+    for (rank, values) in by_rank(found) {
+        let entry = item.entry(format!("k{rank}")).or_insert_with(|| AttributeValue::Ss(Vec::new()));
+        if let AttributeValue::Ss(set) = entry {
+            for v in values {
+                if !set.contains(&v) {
+                    set.push(v);
+                }
+            }
+        }
+    }
+    item.entry("first_ms".to_owned()).or_insert_with(|| n(received));
+    item
 }
 
 /// Candidate values by rank, for the item's `k{rank}` sets.

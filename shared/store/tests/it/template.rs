@@ -105,9 +105,10 @@ fn functions_have_least_privilege_iam() {
         .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
         .map(|(name, _)| name)
         .collect();
-    // The committer is checked on its own below and in the frames' test; `me` and the
-    // viewer just below.
-    assert_eq!(declared.len(), functions.len() + 3, "every function is checked here: {declared:?}");
+    // The committer is checked on its own below and in the frames' test; `me`, the viewer
+    // and the two trace functions just below.
+    assert_eq!(declared.len(), functions.len() + 5, "every function is checked here: {declared:?}");
+    trace_functions_have_least_privilege(&t);
     // `me` reads credentials and nothing else; the viewer has no permission at all.
     let me = &t["Resources"]["GetMeFunction"]["Properties"]["Policies"];
     assert_eq!(me[0]["Statement"].as_array().unwrap().len(), 1, "{me}");
@@ -122,8 +123,14 @@ fn functions_have_least_privilege_iam() {
     assert_eq!(queued["FunctionResponseTypes"][0], "ReportBatchItemFailures", "a failed commit fails its message only");
     for statement in committer["Policies"][0]["Statement"].as_array().unwrap() {
         let actions = statement["Action"].to_string();
+        let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
+        // Deletes: S3 objects, and a trace's entry in the unjoined list.
+        let deletes_an_unjoined_entry =
+            actions == r#"["dynamodb:DeleteItem"]"# && keys == &serde_json::json!(["TOPEN#*"]);
         assert!(
-            !actions.contains('*') && !actions.contains("Delete") || actions.contains("s3:DeleteObject"),
+            !actions.contains('*') && !actions.contains("Delete")
+                || actions.contains("s3:DeleteObject")
+                || deletes_an_unjoined_entry,
             "{actions}"
         );
     }
@@ -209,8 +216,11 @@ fn functions_have_least_privilege_iam() {
                 continue;
             }
             let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
+            let traces = serde_json::json!(["TRACE#*", "TKEY#*", "TOPEN#*"]);
             match keys.as_array().map(Vec::as_slice) {
                 Some([k]) if k == "CALL#*" => {}
+                // The eraser erases the call's traces too.
+                Some(_) if *function == "EraseCallFunction" && keys == &traces => {}
                 Some([k]) if k == "COUNTER" && actions == ["dynamodb:UpdateItem"] && senders.contains(function) => {}
                 _ => panic!("{function}: {actions:?} on the Calls table not bound to call items: {keys}"),
             }
@@ -247,6 +257,29 @@ fn functions_have_least_privilege_iam() {
         t["Globals"]["Function"]["Environment"]["Variables"]["RATE_LIMIT_PER_SECOND"]["Ref"],
         "RateLimitPerSecond"
     );
+}
+
+/// The trace receiver keeps batches and counts its own budget, nothing else; the trace
+/// reader reads, and writes only a trace's join (`call`) and its unjoined entry.
+fn trace_functions_have_least_privilege(t: &Value) {
+    let receiver = &t["Resources"]["OtelTracesFunction"]["Properties"]["Policies"][0]["Statement"];
+    for statement in receiver.as_array().unwrap() {
+        assert_ne!(statement["Resource"]["Fn::GetAtt"][0], "CallsTable", "the receiver never touches the Calls table");
+        if statement["Action"] == serde_json::json!(["dynamodb:UpdateItem"]) {
+            let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
+            assert_eq!(keys, &serde_json::json!(["TRACES#*"]), "its own budget's counters only");
+        }
+    }
+    let reader = &t["Resources"]["CallTraceFunction"]["Properties"]["Policies"][0]["Statement"];
+    for statement in reader.as_array().unwrap() {
+        let actions: Vec<&str> = statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
+        if statement["Resource"]["Fn::GetAtt"][0] == "CallsTable" && !actions.iter().all(|a| reads_only(a)) {
+            let join = actions == ["dynamodb:UpdateItem"] && keys == &serde_json::json!(["TRACE#*"]);
+            let unlist = actions == ["dynamodb:DeleteItem"] && keys == &serde_json::json!(["TOPEN#*"]);
+            assert!(join || unlist, "the trace reader may {actions:?} on {keys}");
+        }
+    }
 }
 
 fn reads_only(action: &str) -> bool {
@@ -295,7 +328,7 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
     let sender = [("s3:PutObject", "frames/*"), ("s3:DeleteObject", "frames/*"), ("s3:PutObject", "pending/*")];
     let reader = [("s3:GetObject", "frames/*"), ("s3:ListBucket", "bucket")];
     let webhook = [sender.as_slice(), &[("s3:PutObject", "held/*")]].concat();
-    let expected: [(&str, &[(&str, &str)]); 9] = [
+    let expected: [(&str, &[(&str, &str)]); 11] = [
         ("SendCallDataFunction", &sender),
         ("CreateCallFunction", &sender),
         ("ProviderWebhookFunction", &webhook),
@@ -309,6 +342,7 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
                 ("s3:DeleteObject", "pending/*"),
                 ("s3:DeleteObject", "failed/*"),
                 ("s3:DeleteObject", "held/*"),
+                ("s3:DeleteObject", "traces/spans/*"),
                 ("s3:ListBucket", "bucket"),
             ],
         ),
@@ -324,8 +358,14 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
                 ("s3:GetObject", "held/*"),
                 ("s3:DeleteObject", "held/*"),
                 ("s3:PutObject", "pending/*"),
+                ("s3:GetObject", "traces/in/*"),
+                ("s3:DeleteObject", "traces/in/*"),
+                ("s3:PutObject", "traces/spans/*"),
+                ("s3:DeleteObject", "traces/spans/*"),
             ],
         ),
+        ("OtelTracesFunction", &[("s3:PutObject", "traces/in/*")]),
+        ("CallTraceFunction", &[("s3:ListBucket", "bucket"), ("s3:GetObject", "traces/spans/*")]),
     ];
     for (function, wanted) in expected {
         let mut got = s3_rights(&t, function);
@@ -343,7 +383,14 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
         let writes = actions.iter().any(|a| a.starts_with("dynamodb:") && !reads_only(a));
         if writes && statement["Resource"]["Fn::GetAtt"][0] == "CallsTable" {
             let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
-            assert!(keys == &serde_json::json!(["CALL#*"]) || keys == &serde_json::json!(["COUNTER"]), "{statement}");
+            let allowed = [
+                serde_json::json!(["CALL#*"]),
+                serde_json::json!(["COUNTER"]),
+                // Trace batches indexed: a trace's item, its keys' entries, the unjoined list.
+                serde_json::json!(["TRACE#*", "TKEY#*", "TOPEN#*"]),
+                serde_json::json!(["TOPEN#*"]),
+            ];
+            assert!(allowed.contains(keys), "{statement}");
         }
     }
     let bucket = &t["Resources"]["FramesBucket"]["Properties"];
