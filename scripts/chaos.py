@@ -3,7 +3,7 @@
 per function, then a check of every promise with faults off.
 
     chaos.py [--seconds 120] [--seed N] [--workers 12] [--instances 8]
-             [--phases random,outage,s3,burst,webhooks,history] [--operations 2000]
+             [--phases random,outage,s3,burst,webhooks,traces,history] [--operations 2000]
 
 Clients submit small calls and large calls (about 1.8 MB, frames in S3), replays of the same content
 and concurrent revisions, and retry like real ones: on a network error, 408, 429 or 5xx,
@@ -35,12 +35,18 @@ are read), then 15 s of the outage. A report is lost unless answered 200 `stored
 `unchanged`, `revised`, `accepted` or `held`, and then read back (Get Call by provider call
 id) as its provider's call, Retell's analysis current once its call_analyzed was kept.
 
+`traces`: six calls, then one-shot OpenTelemetry exporters (devstack/trace_clients.py)
+sending batches of a pipecat turn's spans naming them, in OTLP JSON or protobuf, gzip or
+not, each batch once: 3 s with faults off, 20 s under the random faults (DynamoDB tables
+and S3), 15 s of the outage. A batch is lost unless answered 200 and every span of it then
+reads back in its call's trace (`GET /api/v1/public/call/{id}/trace`).
+
 Then, with faults off, every call is read back (callctl) and the table printed. Exit 1
 when a promise broke: lost (acknowledged, not stored as current or as a revision),
 doubled (two ids for one call, two is_new: true, one id for two calls), a 500, a 503
 without Retry-After, a call whose every submission was answered at the first attempt
-without any is_new: true, an unreadable call, a webhook report lost, or any violation the
-history phase found.
+without any is_new: true, an unreadable call, a webhook report lost, a trace batch lost, or
+any violation the history phase found.
 """
 import argparse
 import http.client
@@ -52,7 +58,7 @@ import threading
 import time
 from collections import namedtuple
 
-from devstack import programs, webhook_clients
+from devstack import programs, trace_clients, webhook_clients
 from devstack.stack import Stack, request
 
 # The history phase: a program of its own too (scripts/history_run.py).
@@ -269,6 +275,26 @@ def webhooks(stack, seed, workers):
     return reports + send_reports(hooks, "outage", WEBHOOK_OUTAGE_SECONDS, seed, workers)
 
 
+# The traces phase: calls to join spans to, then one-shot exporters under the random faults
+# (DynamoDB tables and S3), then under the outage.
+TRACE_CALLS = 6
+TRACE_SECONDS = 20
+TRACE_OUTAGE_SECONDS = 15
+
+
+def traces(stack, seed, workers):
+    """The traces phase: `TRACE_CALLS` calls, faults off; exporters of their spans for 3 s
+    with faults off (each instance reads the key), then `workers` one-shot exporters under
+    the random faults and then the outage. Answers the calls and every batch sent."""
+    calls = trace_clients.make_calls(stack, f"traced-{seed}-{int(time.time())}", TRACE_CALLS)
+    batches = trace_clients.send_batches(stack, calls, "warm-up", 3, seed, 2 * stack.instances)
+    random_faults(stack, (stack.calls_table, stack.env["DIRECTORY_TABLE"]))
+    batches += trace_clients.send_batches(stack, calls, "random", TRACE_SECONDS, seed, workers)
+    stack.faults.clear()
+    outage(stack)
+    return calls, batches + trace_clients.send_batches(stack, calls, "outage", TRACE_OUTAGE_SECONDS, seed, workers)
+
+
 def send_call(hooks, provider, call_id, stage, rng):
     """The reports of one call, each sent once and signed when sent: Retell's two events one
     after the other, in an order of `rng`'s."""
@@ -468,14 +494,15 @@ def check(stack, log):
 
 
 BROKEN = ["lost", "doubled", "500 answers", "503 without Retry-After", "never new", "unreadable",
-          "webhook reports lost", "pending after 60 s", "history violations"]
+          "webhook reports lost", "trace batches lost", "pending after 60 s", "history violations"]
 # How long accepted (202) calls may take to be committed once storage is back.
 COMMIT_WITHIN = 60
 
 
 def pending_objects(stack):
-    """The pending submissions (202) not committed yet, and the webhook reports held (every
-    hook here has an agent: a report is held only while the directory cannot be read)."""
+    """The pending submissions (202) not committed yet, the webhook reports held (every
+    hook here has an agent: a report is held only while the directory cannot be read), and
+    the trace batches not indexed yet."""
     import boto3
     from botocore.config import Config
 
@@ -483,7 +510,7 @@ def pending_objects(stack):
                       aws_access_key_id="local", aws_secret_access_key="local",
                       config=Config(s3={"addressing_style": "path"}))
     keys = []
-    for prefix in ("pending/", "held/"):
+    for prefix in ("pending/", "held/", "traces/in/"):
         out = s3.list_objects_v2(Bucket=stack.env["FRAMES_BUCKET"], Prefix=prefix)
         keys += [o["Key"] for o in out.get("Contents", [])]
     return keys
@@ -503,7 +530,7 @@ def wait_for_commits(stack, within=COMMIT_WITHIN):
 
 
 # history last: its schedule holds the longest faults and kills a commit-pending instance.
-PHASES = ["random", "outage", "s3", "burst", "webhooks", "history"]
+PHASES = ["random", "outage", "s3", "burst", "webhooks", "traces", "history"]
 OUTAGE_SECONDS = 30
 S3_SECONDS = 20
 
@@ -530,6 +557,7 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     bucket = stack.env["FRAMES_BUCKET"]
     started = time.time()
     settled, left_pending, history_violations = {}, 0, 0
+    trace_calls, trace_batches = {}, []
     try:
         for phase in phases:
             if phase == "random":
@@ -546,6 +574,8 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
                 burst(stack, workload, log, seed=seed)
             elif phase == "webhooks":
                 reports += webhooks(stack, seed, workers)
+            elif phase == "traces":
+                trace_calls, trace_batches = traces(stack, seed, workers)
             elif phase == "history":
                 violations, _ = history_run.run(stack, seed, operations, seconds, out=out)
                 history_violations += len(violations)
@@ -572,6 +602,8 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     one_shot_lost = lost_by_client(stack, log)
     webhook_rows, webhook_losses = lost_reports(stack, reports)
     report["webhook reports lost"] = len(webhook_losses)
+    trace_rows, trace_losses = trace_clients.lost_spans(stack, trace_calls, trace_batches)
+    report["trace batches lost"] = len(trace_losses)
     print(f"\nchaos: phases {', '.join(phases)} ({seconds} s of random faults; {elapsed:.0f} s in all), seed "
           f"{seed}, {workers} retrying and {one_shot} one-shot clients, {stack.instances} instances per function",
           file=out)
@@ -593,6 +625,14 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
             print(f"| {label} | {row['sent']} | {row['lost']} | {answers(row['statuses'])} |", file=out)
         for r, why in webhook_losses[:10]:
             print(f"lost: {r.provider} {r.event} of {r.call_id} ({r.stage}): {why}", file=out)
+    if trace_rows:
+        print("\n| trace batches (one-shot exporter), stage | batches | spans | lost | answers | p50 | p99 |\n"
+              "|---|---|---|---|---|---|---|", file=out)
+        for stage, row in trace_rows.items():
+            print(f"| {stage} | {row['sent']} | {row['spans']} | {row['lost']} | {answers(row['statuses'])} "
+                  f"| {row['p50 ms']} ms | {row['p99 ms']} ms |", file=out)
+        for b, why in trace_losses[:10]:
+            print(f"lost: a batch of {b.call_id} ({b.stage}, {b.encoding}): {why}", file=out)
     broken = [k for k in BROKEN if report[k]]
     print(f"\n{'BROKEN: ' + ', '.join(broken) if broken else 'every promise held'}", file=out)
     return report, injected

@@ -22,10 +22,10 @@ pub(crate) async fn caller(
     agent: Option<AgentRef<'_>>,
 ) -> Result<(Lookup, Principal), Problem> {
     let token = token_from_headers(request.headers()).map_err(denied)?;
-    // A call being sent is not lost to a directory outage (recent items stand in); nothing
-    // else is served from them.
+    // A call being sent (or its spans: an exporter sends a batch once) is not lost to a
+    // directory outage (recent items stand in); nothing else is served from them.
     let lookup = match endpoint.scope() {
-        Some(Scope::Send) => backend.directory().lookup_sender(token, agent).await,
+        Some(Scope::Send | Scope::Traces) => backend.directory().lookup_sender(token, agent).await,
         _ => backend.directory().lookup(token, agent).await,
     };
     let lookup = lookup.map_err(directory_problem)?;

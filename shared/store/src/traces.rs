@@ -276,14 +276,7 @@ impl Store {
         let had = ranked(&old);
         // Each candidate key finds the trace.
         for (_, value) in found.iter().filter(|(_, v)| redelivered || !had.contains(v)) {
-            self.client()
-                .put_item()
-                .table_name(self.table())
-                .item("pk", s(key_pk(workspace_id, value)))
-                .item("sk", s(trace))
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
+            self.put_entry(key_pk(workspace_id, value), trace.to_owned()).await?;
         }
         if item.contains_key("call") {
             return Ok(if redelivered { Err(Refused::Known) } else { Ok(false) });
@@ -291,14 +284,7 @@ impl Store {
         // Until it joins, it is listed as open (once, from its first part).
         let first = get_u64(&item, "first_ms").unwrap_or(received);
         if redelivered || !old.contains_key("first_ms") {
-            self.client()
-                .put_item()
-                .table_name(self.table())
-                .item("pk", s(open_pk(workspace_id)))
-                .item("sk", s(format!("{first:016}#{trace}")))
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
+            self.put_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
         }
         // A new key may name a call; keys known before named none when last looked at.
         let joined = match redelivered || found.iter().any(|(_, v)| !had.contains(v)) {
@@ -366,14 +352,7 @@ impl Store {
                 _ => return Err(StoreError::from_sdk(e)),
             },
         };
-        self.client()
-            .delete_item()
-            .table_name(self.table())
-            .key("pk", s(open_pk(workspace_id)))
-            .key("sk", s(format!("{first:016}#{trace}")))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
+        self.delete_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
         Ok(Some(call))
     }
 
@@ -394,6 +373,19 @@ impl Store {
     /// The traces one of whose candidate keys is `value`, with their items.
     async fn traces_naming(&self, workspace_id: u64, value: &str) -> Result<Vec<(String, Item)>, StoreError> {
         let mut traces = Vec::new();
+        for entry in self.entries(key_pk(workspace_id, value)).await? {
+            if let Some(trace) = get_s(&entry, "sk") {
+                if let Some(found) = self.trace_item(workspace_id, trace).await? {
+                    traces.push((trace.to_owned(), found));
+                }
+            }
+        }
+        Ok(traces)
+    }
+
+    /// The items of partition `pk` (a key's or the unjoined list's entries), every page.
+    async fn entries(&self, pk: String) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
         let mut start = None;
         loop {
             let out = self
@@ -401,23 +393,30 @@ impl Store {
                 .query()
                 .table_name(self.table())
                 .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(key_pk(workspace_id, value)))
+                .expression_attribute_values(":pk", s(&pk))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(StoreError::from_sdk)?;
-            for item in out.items.unwrap_or_default() {
-                if let Some(trace) = get_s(&item, "sk") {
-                    if let Some(found) = self.trace_item(workspace_id, trace).await? {
-                        traces.push((trace.to_owned(), found));
-                    }
-                }
-            }
+            items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() {
-                return Ok(traces);
+                return Ok(items);
             }
         }
+    }
+
+    /// Writes the entry `pk` / `sk` (no attributes of its own).
+    async fn put_entry(&self, pk: String, sk: String) -> Result<(), StoreError> {
+        let put = self.client().put_item().table_name(self.table()).item("pk", s(pk)).item("sk", s(sk));
+        put.send().await.map_err(StoreError::from_sdk)?;
+        Ok(())
+    }
+
+    async fn delete_entry(&self, pk: String, sk: String) -> Result<(), StoreError> {
+        let delete = self.client().delete_item().table_name(self.table()).key("pk", s(pk)).key("sk", s(sk));
+        delete.send().await.map_err(StoreError::from_sdk)?;
+        Ok(())
     }
 
     /// The traces joined to call `call_id` (joining those its keys name now), each as its
@@ -482,14 +481,7 @@ impl Store {
         }
         // Nothing of the erased call is left to name it: not its keys' entries either.
         for value in ranked(&old) {
-            self.client()
-                .delete_item()
-                .table_name(self.table())
-                .key("pk", s(key_pk(workspace_id, &value)))
-                .key("sk", s(trace))
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
+            self.delete_entry(key_pk(workspace_id, &value), trace.to_owned()).await?;
         }
         // The parts are gone: the item keeps only the tombstone.
         // first_ms too: spans received after the erase start a trace anew.
@@ -513,36 +505,20 @@ impl Store {
     /// a call now are joined, and not listed).
     pub async fn unjoined_traces(&self, workspace_id: u64) -> Result<Vec<Unjoined>, StoreError> {
         let mut list = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client()
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(open_pk(workspace_id)))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
-            for open in out.items.unwrap_or_default() {
-                let Some((first, trace)) = get_s(&open, "sk").and_then(|k| k.split_once('#')) else { continue };
-                let Some(item) = self.trace_item(workspace_id, trace).await? else { continue };
-                if self.join(workspace_id, trace, &item).await?.is_some() {
-                    continue;
-                }
-                list.push(Unjoined {
-                    trace: trace.to_owned(),
-                    first_ms: first.parse().unwrap_or_default(),
-                    spans: get_u64(&item, "spans").unwrap_or_default(),
-                    keys: ranked(&item),
-                });
+        for open in self.entries(open_pk(workspace_id)).await? {
+            let Some((first, trace)) = get_s(&open, "sk").and_then(|k| k.split_once('#')) else { continue };
+            let Some(item) = self.trace_item(workspace_id, trace).await? else { continue };
+            if self.join(workspace_id, trace, &item).await?.is_some() {
+                continue;
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(list);
-            }
+            list.push(Unjoined {
+                trace: trace.to_owned(),
+                first_ms: first.parse().unwrap_or_default(),
+                spans: get_u64(&item, "spans").unwrap_or_default(),
+                keys: ranked(&item),
+            });
         }
+        Ok(list)
     }
 }
 

@@ -61,16 +61,10 @@ pub fn candidates(trace: &ExportTraceServiceRequest) -> Vec<Candidate> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AnyValue, ResourceSpans, ScopeSpans, Span};
+    use crate::{ResourceSpans, ScopeSpans, Span};
     use opentelemetry_proto::tonic::resource::v1::Resource;
 
-    fn kv(key: &str, value: &str) -> KeyValue {
-        KeyValue {
-            key: key.into(),
-            value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
-            ..Default::default()
-        }
-    }
+    use crate::text_attribute as kv;
 
     #[test]
     fn keys_are_ranked_span_before_resource_and_by_their_line() {

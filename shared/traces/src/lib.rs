@@ -25,3 +25,13 @@ pub use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 pub use opentelemetry_proto::tonic::resource::v1::Resource;
 pub use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 pub use prost::Message;
+
+/// A string attribute (the tests' spans).
+#[cfg(test)]
+pub(crate) fn text_attribute(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
+        ..Default::default()
+    }
+}

@@ -138,15 +138,9 @@ pub fn keep(mut request: ExportTraceServiceRequest) -> Kept {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{any_value, AnyValue, ResourceSpans, ScopeSpans};
+    use crate::{ResourceSpans, ScopeSpans};
 
-    fn kv(key: &str, value: &str) -> KeyValue {
-        KeyValue {
-            key: key.into(),
-            value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
-            ..Default::default()
-        }
-    }
+    use crate::text_attribute as kv;
 
     fn span(trace: u8, id: u8, attributes: Vec<KeyValue>) -> Span {
         Span { trace_id: vec![trace; 16], span_id: vec![id; 8], name: "turn".into(), attributes, ..Default::default() }

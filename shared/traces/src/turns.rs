@@ -251,9 +251,106 @@ fn turns(spans: &[SpanView], offset: &dyn Fn(f64) -> Option<f64>) -> Vec<Turn> {
             add(&mut turn.output_tokens, "gen_ai.usage.output_tokens");
         }
     }
+    // LiveKit measures speech-to-text on the user's turn (`user_turn` → `eou_detection`, its
+    // `lk.transcription_delay`): it counts for the agent's turn that follows it.
+    for s in spans.iter().filter(|s| s.attributes.contains_key("lk.transcription_delay")) {
+        let next = order.iter().find(|id| table.get(**id).is_some_and(|t| t.start_unix_ms >= s.start_unix_ms));
+        if let (Some(turn), Some(delay)) =
+            (next.and_then(|id| table.get_mut(*id)), seconds_ms(&s.attributes, "lk.transcription_delay"))
+        {
+            turn.stt.get_or_insert(Service { ttfb_ms: Some(delay), duration_ms: delay });
+        }
+    }
     let mut out: Vec<Turn> = order.into_iter().filter_map(|id| table.remove(id)).collect();
     for t in &mut out {
         t.tools_ms = (t.tools_ms * 1_000.0).round() / 1_000.0;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KeyValue, ResourceSpans, ScopeSpans, Span};
+
+    const T0: u64 = 1_763_700_000_000;
+
+    fn f(key: &str, v: f64) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: Some(AnyValue { value: Some(any_value::Value::DoubleValue(v)) }),
+            ..Default::default()
+        }
+    }
+
+    fn span(id: u8, parent: Option<u8>, name: &str, from: u64, to: u64, attributes: Vec<KeyValue>) -> Span {
+        Span {
+            trace_id: vec![9; 16],
+            span_id: vec![id; 8],
+            parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+            name: name.into(),
+            start_time_unix_nano: (T0 + from) * 1_000_000,
+            end_time_unix_nano: (T0 + to) * 1_000_000,
+            attributes,
+            ..Default::default()
+        }
+    }
+
+    /// What LiveKit Agents 1.x exports of a turn (livekit.agents.telemetry: its span names
+    /// and `lk.*` attributes): the user's turn with its end-of-utterance detection, then the
+    /// agent's turn with its LLM, tool and TTS nodes.
+    fn livekit() -> ExportTraceServiceRequest {
+        let mut interrupted = crate::text_attribute("lk.interrupted", "");
+        interrupted.value = Some(AnyValue { value: Some(any_value::Value::BoolValue(false)) });
+        let spans = vec![
+            span(1, None, "agent_session", 0, 42_000, vec![crate::text_attribute("lk.room_sid", "RM_x")]),
+            span(2, Some(1), "user_turn", 0, 900, vec![]),
+            span(
+                3,
+                Some(2),
+                "eou_detection",
+                900,
+                1_000,
+                vec![f("lk.transcription_delay", 0.12), f("lk.eou.endpointing_delay", 0.5)],
+            ),
+            span(4, Some(1), "agent_turn", 1_000, 4_200, vec![f("lk.e2e_latency", 0.85), interrupted]),
+            span(5, Some(4), "llm_node", 1_300, 2_100, vec![f("lk.response.ttft", 0.35)]),
+            span(
+                6,
+                Some(4),
+                "function_tool",
+                1_500,
+                1_700,
+                vec![crate::text_attribute("lk.function_tool.name", "lookup")],
+            ),
+            span(7, Some(4), "tts_node", 2_100, 4_000, vec![f("lk.response.ttfb", 0.2)]),
+        ];
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn livekits_spans_give_the_turn_table_pipecats_give() {
+        let (_, turns) = view(&[livekit()], Some(T0));
+        let turn = Turn {
+            turn: 1,
+            start_unix_ms: (T0 + 1_000) as f64,
+            offset_ms: Some(1_000.0),
+            duration_ms: 3_200.0,
+            user_to_agent_latency_ms: Some(850.0),
+            stt: Some(Service { ttfb_ms: Some(120.0), duration_ms: 120.0 }),
+            llm: Some(Service { ttfb_ms: Some(350.0), duration_ms: 800.0 }),
+            tts: Some(Service { ttfb_ms: Some(200.0), duration_ms: 1_900.0 }),
+            tools_ms: 200.0,
+            tool_calls: 1,
+            input_tokens: None,
+            output_tokens: None,
+            interrupted: false,
+        };
+        assert_eq!(turns, [turn]);
+    }
 }
