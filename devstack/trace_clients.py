@@ -36,7 +36,9 @@ def make_calls(stack, prefix, n):
     for i in range(n):
         call_id = f"{prefix}-{i}"
         body = json.dumps({"call_id": call_id, "call_type": "phone_call", "start_timestamp": 1763700000,
-                           "end_timestamp": 1763700600, "recording_url": "pipecat://no-recording"}).encode()
+                           "end_timestamp": 1763700600, "recording_url": "pipecat://no-recording",
+                           "transcript_with_tool_calls": [
+                               {"role": "agent", "text": "Hello", "start_ms": 0, "end_ms": 900}]}).encode()
         a = stack.post_create_call(body)
         if a.status not in (200, 201):
             raise RuntimeError(f"the traces phase's call {call_id} was not stored: {a}")
