@@ -18,7 +18,8 @@
 //!
 //! It also indexes the OpenTelemetry batches the trace receiver kept (`traces/in/`, announced
 //! on the same queue; `call_ingest_store::traces`): each trace's spans become a part of
-//! their trace, joined to its call; the sweep indexes those the queue left.
+//! their trace, joined to its call; the sweep indexes those the queue left, and removes
+//! the traces that joined no call within 30 days.
 
 mod queue;
 
@@ -171,15 +172,23 @@ async fn sweep(backend: &Backend, started: Instant) -> Result<Value, Error> {
     // Trace batches the queue left: those older than a minute (the queue's own are indexed
     // within seconds).
     let traces = backend.store().index_trace_batches(now.saturating_sub(60_000), started + SWEEP_BUDGET);
-    let (_, sweep, traces) = tokio::join!(
+    // Traces that joined no call in 30 days are removed.
+    let expire = backend.store().expire_unjoined_traces(now, started + RELEASE_BUDGET);
+    let (_, sweep, traces, expired) = tokio::join!(
         release(backend, started + SWEEP_BUDGET),
         backend.sweep_pending(now, started + SWEEP_BUDGET),
-        traces
+        traces,
+        expire
     );
     match traces {
         Ok((0, 0)) => {}
         Ok((indexed, left)) => tracing::info!(indexed, left, "trace batches swept"),
         Err(e) => tracing::warn!(error = %e, "trace batches not listed; next sweep"),
+    }
+    match expired {
+        Ok((0, 0)) => {}
+        Ok((removed, kept)) => tracing::info!(removed, kept, "unjoined traces past retention"),
+        Err(e) => tracing::warn!(error = %e, "unjoined traces not expired; next sweep"),
     }
     let sweep = sweep?;
     if sweep != Default::default() {

@@ -19,6 +19,9 @@
 //!   so that a call finds the traces that may be its own.
 //! - `TOPEN#{workspace}` / `{first_ms:016}#{trace}`: a trace that joined no call yet
 //!   (`callctl traces unjoined`); removed when it joins.
+//! - `TDAY#{day}` / `{workspace}#{trace}`: the traces first received that day, for
+//!   retention: 30 days on, a trace that joined no call is removed
+//!   ([`Store::expire_unjoined_traces`]).
 //!
 //! **Joining** is lazy and final: a trace joins the call named by the best of its candidate
 //! keys that names a call of the workspace when it is looked at: when it is indexed, when
@@ -59,6 +62,18 @@ pub fn key_pk(workspace_id: u64, value: &str) -> String {
 
 pub fn open_pk(workspace_id: u64) -> String {
     format!("TOPEN#{workspace_id}")
+}
+
+/// How long a trace that joined no call is kept.
+pub const UNJOINED_KEPT_MS: u64 = 30 * 24 * 3600 * 1000;
+const DAY_MS: u64 = 24 * 3600 * 1000;
+/// How long an erased trace's tombstone outlives its erase: past any batch's lateness.
+const TOMBSTONE_KEPT_SECS: u64 = 30 * 24 * 3600;
+
+/// The partition of the traces first received on `day` (days since the epoch): what the
+/// retention sweep looks at once they are [`UNJOINED_KEPT_MS`] old.
+pub fn day_pk(day: u64) -> String {
+    format!("TDAY#{day}")
 }
 
 fn part_key(workspace_id: u64, trace: &str, part: &str) -> String {
@@ -285,6 +300,7 @@ impl Store {
         let first = get_u64(&item, "first_ms").unwrap_or(received);
         if redelivered || !old.contains_key("first_ms") {
             self.put_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
+            self.put_entry(day_pk(first / DAY_MS), format!("{workspace_id}#{trace}")).await?;
         }
         // A new key may name a call; keys known before named none when last looked at.
         let joined = match redelivered || found.iter().any(|(_, v)| !had.contains(v)) {
@@ -468,9 +484,10 @@ impl Store {
             .table_name(self.table())
             .key("pk", s(trace_pk(workspace_id, trace)))
             .key("sk", s(TRACE_SK))
-            .update_expression("SET erased = :now REMOVE #call")
+            .update_expression("SET erased = :now, expires_at = :expires REMOVE #call")
             .expression_attribute_names("#call", "call")
             .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":expires", n(now / 1000 + TOMBSTONE_KEPT_SECS))
             .return_values(ReturnValue::AllOld)
             .send()
             .await
@@ -478,6 +495,9 @@ impl Store {
         let old = out.attributes.unwrap_or_default();
         for part in parts(&old) {
             self.frames().delete(&part_key(workspace_id, trace, &part)).await?;
+        }
+        if let Some(first) = get_u64(&old, "first_ms") {
+            self.delete_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
         }
         // Nothing of the erased call is left to name it: not its keys' entries either.
         for value in ranked(&old) {
@@ -499,6 +519,44 @@ impl Store {
             .await
             .map_err(StoreError::from_sdk)?;
         Ok(())
+    }
+
+    /// Removes the traces first received on days wholly before `now - UNJOINED_KEPT_MS` that
+    /// joined no call (joining first those whose keys now name one: those are kept with
+    /// their call), until `deadline`. Each day's entries are removed as they are done, so a
+    /// sweep cut short resumes where it stopped. Answers (traces removed, traces kept).
+    pub async fn expire_unjoined_traces(
+        &self,
+        now_ms: u64,
+        deadline: std::time::Instant,
+    ) -> Result<(u64, u64), StoreError> {
+        let (mut removed, mut kept) = (0, 0);
+        let last_day = now_ms.saturating_sub(UNJOINED_KEPT_MS) / DAY_MS;
+        // Days are looked at from a week before the last one due: the sweep runs every
+        // minute, so an older day was done long ago (or its entries are still there and the
+        // next days' runs will not reach them: a day missed by a week is an alarm, not data).
+        for day in last_day.saturating_sub(7)..last_day {
+            for entry in self.entries(day_pk(day)).await? {
+                if std::time::Instant::now() >= deadline {
+                    return Ok((removed, kept));
+                }
+                let Some((ws, trace)) = get_s(&entry, "sk").and_then(|k| k.split_once('#')) else { continue };
+                let Ok(workspace_id) = ws.parse::<u64>() else { continue };
+                if let Some(item) = self.trace_item(workspace_id, trace).await? {
+                    // Erased since (by its call's erase): nothing left to remove.
+                    let erased = item.contains_key("erased") && !item.contains_key("parts");
+                    if erased {
+                    } else if self.join(workspace_id, trace, &item).await?.is_some() {
+                        kept += 1;
+                    } else {
+                        self.erase_trace(workspace_id, trace, now_ms).await?;
+                        removed += 1;
+                    }
+                }
+                self.delete_entry(day_pk(day), format!("{workspace_id}#{trace}")).await?;
+            }
+        }
+        Ok((removed, kept))
     }
 
     /// The workspace's traces that joined no call yet, oldest first (those whose keys name

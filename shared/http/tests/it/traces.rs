@@ -473,3 +473,39 @@ async fn an_erase_removes_the_calls_spans_and_a_batch_received_before_it_adds_no
     assert!(keys.is_empty(), "no entry names the erased call: {keys:?}");
     f.t.delete().await;
 }
+
+#[tokio::test]
+async fn a_trace_that_joined_no_call_in_30_days_is_removed_and_one_that_joined_is_kept() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    let store = f.backend.store();
+    let now = call_ingest_store::calls::now_ms();
+    let long_ago = now - call_ingest_store::traces::UNJOINED_KEPT_MS - 24 * 3600 * 1000;
+    post_call(&f, "call-kept").await;
+    // Two traces first received 31 days ago: one names no call, the other a call that exists.
+    let mut orphan = pipecat("no-such-call");
+    for s in &mut orphan.resource_spans[0].scope_spans[0].spans {
+        s.trace_id = vec![0xcd; 16];
+    }
+    for batch in [&orphan, &pipecat("call-kept")] {
+        let key =
+            store.put_trace_batch(1, long_ago, &call_ingest_traces::policy::keep(batch.clone()).request).await.unwrap();
+        store.index_trace_batch(&key).await.unwrap();
+    }
+    // And one of today naming no call: not due.
+    let mut recent = pipecat("no-such-call-either");
+    for s in &mut recent.resource_spans[0].scope_spans[0].spans {
+        s.trace_id = vec![0xef; 16];
+    }
+    export_proto(&f, &f.key1, &recent).await;
+    index(&f).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    assert_eq!(store.expire_unjoined_traces(now, deadline).await.unwrap(), (1, 1));
+    let parts: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/spans/")).collect();
+    assert!(parts.iter().all(|k| !k.contains(&"cd".repeat(16))), "the orphan's spans are gone: {parts:?}");
+    assert!(parts.iter().any(|k| k.contains(&"ab".repeat(16))), "the joined trace is kept");
+    assert!(parts.iter().any(|k| k.contains(&"ef".repeat(16))), "a recent unjoined trace is kept");
+    let open: Vec<String> = store.unjoined_traces(1).await.unwrap().into_iter().map(|t| t.trace).collect();
+    assert_eq!(open, ["ef".repeat(16)]);
+    assert_eq!(store.expire_unjoined_traces(now, deadline).await.unwrap(), (0, 0), "a day is done once");
+    f.t.delete().await;
+}

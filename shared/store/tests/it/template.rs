@@ -124,9 +124,9 @@ fn functions_have_least_privilege_iam() {
     for statement in committer["Policies"][0]["Statement"].as_array().unwrap() {
         let actions = statement["Action"].to_string();
         let keys = &statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"];
-        // Deletes: S3 objects, and a trace's entry in the unjoined list.
+        // Deletes: S3 objects, and trace entries (never a trace's item or a call).
         let deletes_an_unjoined_entry =
-            actions == r#"["dynamodb:DeleteItem"]"# && keys == &serde_json::json!(["TOPEN#*"]);
+            actions == r#"["dynamodb:DeleteItem"]"# && keys == &serde_json::json!(["TKEY#*", "TOPEN#*", "TDAY#*"]);
         assert!(
             !actions.contains('*') && !actions.contains("Delete")
                 || actions.contains("s3:DeleteObject")
@@ -386,9 +386,10 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
             let allowed = [
                 serde_json::json!(["CALL#*"]),
                 serde_json::json!(["COUNTER"]),
-                // Trace batches indexed: a trace's item, its keys' entries, the unjoined list.
-                serde_json::json!(["TRACE#*", "TKEY#*", "TOPEN#*"]),
-                serde_json::json!(["TOPEN#*"]),
+                // Trace batches indexed: a trace's item, its keys' entries, the unjoined list,
+                // the traces of a day; and only entries deleted.
+                serde_json::json!(["TRACE#*", "TKEY#*", "TOPEN#*", "TDAY#*"]),
+                serde_json::json!(["TKEY#*", "TOPEN#*", "TDAY#*"]),
             ];
             assert!(allowed.contains(keys), "{statement}");
         }
