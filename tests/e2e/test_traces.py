@@ -82,6 +82,14 @@ def test_the_sdks_own_exporter_reaches_the_receiver_and_the_call_posted_after_sh
         {"ttfb_ms": 120, "duration_ms": 300}, 350, 1900)
     assert (turn["input_tokens"], turn["output_tokens"], turn["interrupted"]) == (120, 30, False)
     assert "SECRET" not in json.dumps(t.body), "content attributes are dropped at ingest"
+    # Erased with its call, through the functions' own IAM statements (a refusal fails the test).
+    erase = request("DELETE", f"{stack.url}/api/v1/public/call/{a.body['id']}?workspace_id={stack.dev['workspace_id']}",
+                    headers=stack.auth())
+    assert erase.status == 200 and erase.body["erased"], erase
+    again = stack.post_create_call(body(call_id))
+    assert again.status == 201, again
+    url = f"{stack.url}/api/v1/public/call/{again.body['id']}/trace?workspace_id={stack.dev['workspace_id']}"
+    assert request("GET", url, headers=stack.auth()).body["spans"] == [], "the erased call's spans do not come back"
 
 
 def test_logs_and_metrics_are_answered_not_refused_and_a_bad_type_is_415(stack):

@@ -250,6 +250,13 @@ pub(crate) fn invalid_cursor() -> Problem {
     )
 }
 
+/// 413: an OTLP export holds more than `limit` elements (spans and attributes, or traces).
+pub(crate) fn too_many_elements(limit: usize) -> Problem {
+    PAYLOAD_TOO_LARGE.with(format!(
+        "an export may hold at most {limit} spans, attributes and objects (traces: 256): send smaller batches"
+    ))
+}
+
 /// 400 saying what was wrong with the request.
 pub(crate) fn bad_request(detail: &str) -> Problem {
     BAD_REQUEST.with(detail.to_owned())

@@ -64,6 +64,13 @@ pub fn open_pk(workspace_id: u64) -> String {
     format!("TOPEN#{workspace_id}")
 }
 
+/// The most parts (batches) one trace is kept in: its item lists them (33 bytes each), and
+/// an item holds at most 400 KB. An exporter sending one span a batch reaches it at 5,000
+/// spans; a pipecat call's 5-second batches, after 7 hours.
+pub const MAX_PARTS_PER_TRACE: usize = 5_000;
+/// The most distinct values of one rank of candidate keys a trace keeps.
+pub const MAX_KEYS_PER_RANK: usize = 8;
+
 /// How long a trace that joined no call is kept.
 pub const UNJOINED_KEPT_MS: u64 = 30 * 24 * 3600 * 1000;
 const DAY_MS: u64 = 24 * 3600 * 1000;
@@ -74,6 +81,11 @@ const TOMBSTONE_KEPT_SECS: u64 = 30 * 24 * 3600;
 /// retention sweep looks at once they are [`UNJOINED_KEPT_MS`] old.
 pub fn day_pk(day: u64) -> String {
     format!("TDAY#{day}")
+}
+
+/// A new batch's key: its workspace, its receipt, and a random part.
+pub fn batch_key(workspace_id: u64, received_ms: u64) -> Result<String, StoreError> {
+    Ok(format!("{BATCH_PREFIX}{workspace_id}/{received_ms:016}-{}", random_hex(8)?))
 }
 
 fn part_key(workspace_id: u64, trace: &str, part: &str) -> String {
@@ -150,18 +162,25 @@ impl Store {
         received_ms: u64,
         batch: &ExportTraceServiceRequest,
     ) -> Result<String, StoreError> {
-        let key = format!("{BATCH_PREFIX}{workspace_id}/{received_ms:016}-{}", random_hex(8)?);
+        let key = batch_key(workspace_id, received_ms)?;
+        self.put_trace_batch_at(&key, batch).await?;
+        Ok(key)
+    }
+
+    /// [`Store::put_trace_batch`] at a key chosen once ([`batch_key`]): a PUT tried again
+    /// after a reply that never came writes the same object, not a second batch.
+    pub async fn put_trace_batch_at(&self, key: &str, batch: &ExportTraceServiceRequest) -> Result<(), StoreError> {
         let body = pack(batch)?;
         self.s3()
             .put_object()
             .bucket(self.bucket())
-            .key(&key)
+            .key(key)
             .content_type("application/zstd")
             .body(ByteStream::from(body))
             .send()
             .await
             .map_err(s3_error)?;
-        Ok(key)
+        Ok(())
     }
 
     /// Indexes the batch at `key`: each trace's spans become a part of their trace, the trace
@@ -247,10 +266,6 @@ impl Store {
             .table_name(self.table())
             .key("pk", s(trace_pk(workspace_id, trace)))
             .key("sk", s(TRACE_SK))
-            .condition_expression(
-                "(attribute_not_exists(erased) OR erased < :received) AND (attribute_not_exists(spans) OR spans <= :room) \
-                 AND NOT contains(parts, :part)",
-            )
             .expression_attribute_values(":received", n(received))
             .expression_attribute_values(":room", n((policy::MAX_SPANS_PER_TRACE as u64).saturating_sub(spans)))
             .expression_attribute_values(":part", s(part))
@@ -260,11 +275,27 @@ impl Store {
             .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let mut adds = vec!["parts :parts".to_owned(), "spans :spans".to_owned()];
+        // Refused: a batch received before the trace's erase, a part known, a full trace.
+        let mut conditions = vec![
+            "(attribute_not_exists(erased) OR erased < :received)".to_owned(),
+            "NOT contains(parts, :part)".to_owned(),
+            "(attribute_not_exists(spans) OR spans <= :room)".to_owned(),
+            "(attribute_not_exists(parts) OR size(parts) < :max_parts)".to_owned(),
+        ];
+        update = update.expression_attribute_values(":max_parts", n(MAX_PARTS_PER_TRACE));
         for (rank, values) in by_rank(&found) {
             adds.push(format!("k{rank} :k{rank}"));
+            conditions.push(format!("(attribute_not_exists(k{rank}) OR size(k{rank}) <= :max_keys)"));
             update = update.expression_attribute_values(format!(":k{rank}"), AttributeValue::Ss(values));
         }
-        let expression = format!("SET first_ms = if_not_exists(first_ms, :first) ADD {}", adds.join(", "));
+        if adds.len() > 2 {
+            let room = MAX_KEYS_PER_RANK.saturating_sub(by_rank(&found).values().map(Vec::len).max().unwrap_or(0));
+            update = update.expression_attribute_values(":max_keys", n(room));
+        }
+        // A trace used again after an erase is no longer a tombstone: it does not expire.
+        let expression =
+            format!("SET first_ms = if_not_exists(first_ms, :first) REMOVE expires_at ADD {}", adds.join(", "));
+        let update = update.condition_expression(conditions.join(" AND "));
         // The item before (`old`) tells what this part adds: a trace's later batches, with the
         // keys its first brought, cost this one write.
         let (old, redelivered) = match update.update_expression(expression).send().await {
@@ -276,10 +307,12 @@ impl Store {
                     ) => c.item.clone().unwrap_or_default(),
                     _ => return Err(StoreError::from_sdk(e)),
                 };
+                // An erase since the batch was received wins, even over a part known (a
+                // delivery again, after the erase removed it): its object goes again.
+                let erased = get_u64(&old, "erased").is_some_and(|e| e >= received);
                 let known = matches!(old.get("parts"), Some(AttributeValue::Ss(p)) if p.iter().any(|x| x == part));
-                if !known {
+                if erased || !known {
                     self.frames().delete(&object).await?;
-                    let erased = get_u64(&old, "erased").is_some_and(|e| e >= received);
                     return Ok(Err(if erased { Refused::Erased } else { Refused::Full }));
                 }
                 // Delivered again: what followed its write may not have happened; it is
@@ -443,12 +476,15 @@ impl Store {
         call_id: &str,
     ) -> Result<BTreeMap<String, ExportTraceServiceRequest>, StoreError> {
         let mut out = BTreeMap::new();
+        // Spans received before the call's last erase are never its own, whatever joined
+        // meanwhile (a join that raced the erase, a batch indexed after it).
+        let Some(erased_at) = self.call_exists(workspace_id, call_id).await? else { return Ok(out) };
         for (trace, item) in self.traces_naming(workspace_id, call_id).await? {
             if self.join(workspace_id, &trace, &item).await?.as_deref() != Some(call_id) {
                 continue;
             }
             let mut whole = ExportTraceServiceRequest::default();
-            for part in parts(&item) {
+            for part in parts(&item).into_iter().filter(|p| received_of(p) > erased_at) {
                 if let Some(bytes) = self.frames().get(&part_key(workspace_id, &trace, &part)).await? {
                     whole.resource_spans.extend(unpack(&bytes)?.resource_spans);
                 }
@@ -503,21 +539,34 @@ impl Store {
         for value in ranked(&old) {
             self.delete_entry(key_pk(workspace_id, &value), trace.to_owned()).await?;
         }
-        // The parts are gone: the item keeps only the tombstone.
-        // first_ms too: spans received after the erase start a trace anew.
-        let mut remove = vec!["parts".to_owned(), "spans".to_owned(), "first_ms".to_owned()];
-        remove.extend((0..RANKS).map(|r| format!("k{r}")));
-        self.client()
+        // The parts read are gone: the item keeps the tombstone, and only what was added
+        // after the erase (a batch received since: `erased < received`). Exactly what was
+        // read is removed, so such a part stays; what is left came after the erase
+        // (`first_ms`).
+        let mut update = self
+            .client()
             .update_item()
             .table_name(self.table())
             .key("pk", s(trace_pk(workspace_id, trace)))
             .key("sk", s(TRACE_SK))
-            .update_expression(format!("REMOVE {}", remove.join(", ")))
             .condition_expression("erased = :now")
             .expression_attribute_values(":now", n(now))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
+            .expression_attribute_values(":after", n(now + 1))
+            .expression_attribute_values(":minus", n(format!("-{}", get_u64(&old, "spans").unwrap_or(0))));
+        let mut deletes = Vec::new();
+        for name in std::iter::once("parts".to_owned()).chain((0..RANKS).map(|r| format!("k{r}"))) {
+            if let Some(AttributeValue::Ss(values)) =
+                old.get(&name).filter(|v| matches!(v, AttributeValue::Ss(x) if !x.is_empty()))
+            {
+                deletes.push(format!("{name} :old_{name}"));
+                update = update.expression_attribute_values(format!(":old_{name}"), AttributeValue::Ss(values.clone()));
+            }
+        }
+        let mut expression = "SET first_ms = :after ADD spans :minus".to_owned();
+        if !deletes.is_empty() {
+            expression += &format!(" DELETE {}", deletes.join(", "));
+        }
+        update.update_expression(expression).send().await.map_err(StoreError::from_sdk)?;
         Ok(())
     }
 

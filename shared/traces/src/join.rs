@@ -16,8 +16,9 @@ pub const JOIN_KEYS: &[&[&str]] = &[
     &["lk.room_sid", "lk.sip.callID", "lk.job_id"],
 ];
 
-/// The longest value taken as a key (a provider call id is at most this long).
-pub const MAX_KEY_BYTES: usize = 256;
+/// The longest value taken as a key: a provider call id is at most 200 characters, of up
+/// to 4 bytes each.
+pub const MAX_KEY_BYTES: usize = 800;
 
 /// A candidate key: its rank (lower is tried first: twice the key's line in [`JOIN_KEYS`],
 /// plus one when it came from a resource) and the value.

@@ -44,6 +44,15 @@ impl Format {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed(pub String);
 
+/// Whether `body` holds more elements than an export may ([`crate::bounds`]): 413, before
+/// it is decoded.
+pub fn too_many_elements(format: Format, body: &[u8]) -> bool {
+    match format {
+        Format::Protobuf => crate::bounds::protobuf_over(body, crate::bounds::MAX_ELEMENTS),
+        Format::Json => crate::bounds::json_over(body, crate::bounds::MAX_ELEMENTS),
+    }
+}
+
 /// Reads an export request. An empty body is an empty request (OTLP: "an empty request is
 /// 200"). Time and memory grow linearly with the body; nesting is bounded by the decoders
 /// (prost's recursion limit of 100, serde_json's of 128).

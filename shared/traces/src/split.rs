@@ -43,6 +43,18 @@ pub fn by_trace(request: ExportTraceServiceRequest) -> BTreeMap<String, ExportTr
     out
 }
 
+/// How many traces an export holds.
+pub fn trace_count(request: &ExportTraceServiceRequest) -> usize {
+    let ids: std::collections::BTreeSet<&[u8]> = request
+        .resource_spans
+        .iter()
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| &s.spans)
+        .map(|s| s.trace_id.as_slice())
+        .collect();
+    ids.len()
+}
+
 /// How many spans an export holds.
 pub fn span_count(request: &ExportTraceServiceRequest) -> usize {
     request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum()

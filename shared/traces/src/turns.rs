@@ -244,7 +244,7 @@ fn turns(spans: &[SpanView], offset: &dyn Fn(f64) -> Option<f64>) -> Vec<Turn> {
         if k == Kind::Llm {
             let add = |total: &mut Option<u64>, key| {
                 if let Some(n) = number(a, key) {
-                    *total = Some(total.unwrap_or(0) + n as u64);
+                    *total = Some(total.unwrap_or(0).saturating_add(n as u64));
                 }
             };
             add(&mut turn.input_tokens, "gen_ai.usage.input_tokens");

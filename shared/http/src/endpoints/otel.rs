@@ -31,6 +31,7 @@ use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::Problem;
 use call_ingest_store::calls::{now_ms, StoreError};
 use call_ingest_store::directory::limits::Admission;
+use call_ingest_store::traces::batch_key;
 use call_ingest_traces::otlp::{self, Format};
 use call_ingest_traces::policy;
 
@@ -38,6 +39,14 @@ use call_ingest_traces::policy;
 /// which keeps the batch meanwhile): past the SDK's 3 s attempt, well inside exporters'
 /// 10 s timeout.
 const KEEP_WITHIN: Duration = Duration::from_secs(6);
+
+/// The most bytes an export may expand to: exporters send at most 512 spans a batch (well
+/// under 4 MB), and what is decoded stays well inside the function's memory.
+const MAX_EXPORT_BYTES: usize = 16 << 20;
+
+/// The most traces one export may hold: an agent server's exporter sends the spans of the
+/// conversations it runs at once, a few dozen; each trace is indexed on its own.
+const MAX_TRACES: usize = 256;
 
 /// The signal a path asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,13 +125,22 @@ async fn receive(
     if request.body().len() > limit {
         return Err(problems::body_too_large(limit));
     }
-    let body =
-        Encoding::of(request.headers())?.decode(request.body().as_ref(), backend.config.max_decompressed_bytes)?;
+    let cap = backend.config.max_decompressed_bytes.min(MAX_EXPORT_BYTES);
+    let body = Encoding::of(request.headers())?.decode(request.body().as_ref(), cap)?;
+    if otlp::too_many_elements(format, &body) {
+        return Err(problems::too_many_elements(call_ingest_traces::bounds::MAX_ELEMENTS));
+    }
     let export = otlp::read(format, &body).map_err(|m| problems::bad_request(&m.0))?;
+    if call_ingest_traces::split::trace_count(&export) > MAX_TRACES {
+        return Err(problems::too_many_elements(MAX_TRACES));
+    }
     drop(body);
     let kept = policy::keep(export);
     if kept.spans > 0 {
-        let put = keep_pending(KEEP_WITHIN, || backend.store().put_trace_batch(workspace_id, received, &kept.request));
+        let key = batch_key(workspace_id, received).map_err(|e| storage_problem(e, "the spans could not be kept"))?;
+        let put = keep_pending(KEEP_WITHIN, || async {
+            backend.store().put_trace_batch_at(&key, &kept.request).await.map(|()| key.clone())
+        });
         put.await
             .unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the batch in time".into())))
             .map_err(|e| storage_problem(e, "the spans could not be kept"))?;

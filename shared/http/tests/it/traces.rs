@@ -443,6 +443,8 @@ async fn an_erase_removes_the_calls_spans_and_a_batch_received_before_it_adds_no
     let f = two_workspaces(all_scopes(), &[], &[]).await;
     let id = post_call(&f, "call-erased").await;
     export_proto(&f, &f.key1, &pipecat("call-erased")).await;
+    let first = f.t.objects().await.into_iter().find(|k| k.starts_with("traces/in/")).unwrap();
+    let first_bytes = f.t.frames().get(&first).await.unwrap().unwrap();
     index(&f).await;
     assert_eq!(trace_of(&f, id).await.body["spans"].as_array().unwrap().len(), 8);
     // A second batch of the same trace, received now, indexed only after the erase.
@@ -461,6 +463,10 @@ async fn an_erase_removes_the_calls_spans_and_a_batch_received_before_it_adds_no
     );
     let a = send(&f.backend, Endpoint::EraseCall, erase).await;
     assert_eq!(a.status, 200, "{}", a.body);
+    index(&f).await;
+    // The first batch delivered again after the erase (its part was known to the trace):
+    // the erase wins, and its part does not come back.
+    f.t.s3.put_object().bucket(&f.t.bucket).key(&first).body(first_bytes.into()).send().await.unwrap();
     index(&f).await;
     let left: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/")).collect();
     assert_eq!(left, Vec::<String>::new(), "no span of the erased call is left");
@@ -508,4 +514,44 @@ async fn a_trace_that_joined_no_call_in_30_days_is_removed_and_one_that_joined_i
     assert_eq!(open, ["ef".repeat(16)]);
     assert_eq!(store.expire_unjoined_traces(now, deadline).await.unwrap(), (0, 0), "a day is done once");
     f.t.delete().await;
+}
+
+#[tokio::test]
+async fn an_export_of_millions_of_empty_spans_is_refused_before_it_is_decoded() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    // 3 million empty spans in 6 MB of protobuf would decode to about a gigabyte.
+    let scope: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], 3_000_000).flatten().collect();
+    let mut inner = vec![0x12];
+    prost_varint(scope.len(), &mut inner);
+    inner.extend(&scope);
+    let mut body = vec![0x0a];
+    prost_varint(inner.len(), &mut body);
+    body.extend(&inner);
+    let request = export_request("/otel/v1/traces", Some("application/x-protobuf"), Some(&f.key1), body, &[]);
+    let (status, _, _) = export(&f.backend, request).await;
+    assert_eq!(status, 413);
+    let json = format!("{{\"resourceSpans\":[{{\"scopeSpans\":[{{\"spans\":[{}{{}}]}}]}}]}}", "{},".repeat(250_000));
+    let request = export_request("/otel/v1/traces", Some("application/json"), Some(&f.key1), json.into_bytes(), &[]);
+    assert_eq!(export(&f.backend, request).await.0, 413);
+    // 300 traces in one export: more than one export may index.
+    let mut many = pipecat("c");
+    let spans = &mut many.resource_spans[0].scope_spans[0].spans;
+    let one = spans[0].clone();
+    spans.clear();
+    for i in 0..300u16 {
+        let mut s = one.clone();
+        s.trace_id[..2].copy_from_slice(&i.to_be_bytes());
+        spans.push(s);
+    }
+    assert_eq!(export_proto(&f, &f.key1, &many).await.0, 413);
+    assert!(f.t.objects().await.is_empty(), "nothing stored");
+    f.t.delete().await;
+}
+
+fn prost_varint(mut n: usize, out: &mut Vec<u8>) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
 }
