@@ -8,7 +8,9 @@
 //!   deletes it.
 //! - `traces/spans/{workspace}/{trace}/{received_ms:016}-{random}`: one trace's spans of one
 //!   batch (the batch's name): a trace is as many parts as batches brought its spans, and an
-//!   erase removes a trace's parts and nothing else.
+//!   erase removes a trace's parts and nothing else. As frames are: written only where no
+//!   object is (`If-None-Match`), erased by an empty marker (so a late copy of the PUT fails
+//!   on it), the markers removed by the bucket's lifecycle after 8 days.
 //!
 //! **In the Calls table**:
 //! - `TRACE#{workspace}#{trace}` / `T`: the trace: its parts (`parts`, a string set), span
@@ -249,15 +251,23 @@ impl Store {
     ) -> Result<Result<bool, Refused>, StoreError> {
         let object = part_key(workspace_id, trace, part);
         let body = pack(export)?;
-        self.s3()
+        // Only where nothing is: the same part (a delivery again: the same bytes), or an
+        // erase's empty marker, which a late copy of this PUT must not overwrite.
+        let put = self
+            .s3()
             .put_object()
             .bucket(self.bucket())
             .key(&object)
+            .if_none_match("*")
             .content_type("application/zstd")
             .body(ByteStream::from(body))
             .send()
-            .await
-            .map_err(s3_error)?;
+            .await;
+        match put {
+            Ok(_) => {}
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => {}
+            Err(e) => return Err(s3_error(e)),
+        }
         let spans = span_count(export) as u64;
         let found = candidates(export);
         let mut update = self
@@ -312,7 +322,7 @@ impl Store {
                 let erased = get_u64(&old, "erased").is_some_and(|e| e >= received);
                 let known = matches!(old.get("parts"), Some(AttributeValue::Ss(p)) if p.iter().any(|x| x == part));
                 if erased || !known {
-                    self.frames().delete(&object).await?;
+                    self.frames().erase(&object).await?;
                     return Ok(Err(if erased { Refused::Erased } else { Refused::Full }));
                 }
                 // Delivered again: what followed its write may not have happened; it is
@@ -347,17 +357,14 @@ impl Store {
     /// then when it was last erased before (0 if never): spans received before that erase
     /// never join it.
     async fn call_exists(&self, workspace_id: u64, call_id: &str) -> Result<Option<u64>, StoreError> {
-        let out = self
-            .client()
-            .get_item()
-            .table_name(self.table())
-            .key("pk", s(call_pk(workspace_id, call_id)))
-            .key("sk", s(HEAD))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        Ok(out.item.filter(|head| !is_tombstone(head) && !is_erasing(head)).map(|head| erased_at(&head)))
+        let head = self.read_item(call_pk(workspace_id, call_id), HEAD).await?;
+        Ok(head.filter(|head| !is_tombstone(head) && !is_erasing(head)).map(|head| erased_at(&head)))
+    }
+
+    /// The item at `pk` / `sk`, read consistently.
+    async fn read_item(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
+        let get = self.client().get_item().table_name(self.table()).key("pk", s(pk)).key("sk", s(sk));
+        Ok(get.consistent_read(true).send().await.map_err(StoreError::from_sdk)?.item)
     }
 
     /// The call trace `item` joined, joining it now to the call its best candidate key
@@ -406,17 +413,7 @@ impl Store {
     }
 
     async fn trace_item(&self, workspace_id: u64, trace: &str) -> Result<Option<Item>, StoreError> {
-        let out = self
-            .client()
-            .get_item()
-            .table_name(self.table())
-            .key("pk", s(trace_pk(workspace_id, trace)))
-            .key("sk", s(TRACE_SK))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        Ok(out.item)
+        self.read_item(trace_pk(workspace_id, trace), TRACE_SK).await
     }
 
     /// The traces one of whose candidate keys is `value`, with their items.
@@ -530,7 +527,7 @@ impl Store {
             .map_err(StoreError::from_sdk)?;
         let old = out.attributes.unwrap_or_default();
         for part in parts(&old) {
-            self.frames().delete(&part_key(workspace_id, trace, &part)).await?;
+            self.frames().erase(&part_key(workspace_id, trace, &part)).await?;
         }
         if let Some(first) = get_u64(&old, "first_ms") {
             self.delete_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
