@@ -32,6 +32,7 @@
 
 use std::collections::BTreeMap;
 
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_s3::primitives::ByteStream;
 
@@ -41,6 +42,7 @@ use call_ingest_traces::{policy, ExportTraceServiceRequest, Message};
 
 use crate::calls::frames::s3_error;
 use crate::calls::item::{call_pk, erased_at, get_s, get_u64, is_erasing, is_tombstone, n, s, Item, HEAD};
+use crate::calls::query::{query, SortKeys};
 use crate::calls::{now_ms, random_hex, Store, StoreError};
 
 pub const BATCH_PREFIX: &str = "traces/in/";
@@ -271,11 +273,7 @@ impl Store {
         let spans = span_count(export) as u64;
         let found = candidates(export);
         let mut update = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .key("pk", s(trace_pk(workspace_id, trace)))
-            .key("sk", s(TRACE_SK))
+            .update_trace(workspace_id, trace)
             .expression_attribute_values(":received", n(received))
             .expression_attribute_values(":room", n((policy::MAX_SPANS_PER_TRACE as u64).saturating_sub(spans)))
             .expression_attribute_values(":part", s(part))
@@ -383,11 +381,7 @@ impl Store {
         }
         let Some(call) = named else { return Ok(None) };
         let joined = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .key("pk", s(trace_pk(workspace_id, trace)))
-            .key("sk", s(TRACE_SK))
+            .update_trace(workspace_id, trace)
             .update_expression("SET #call = :call")
             .condition_expression("attribute_exists(pk) AND attribute_not_exists(#call)")
             .expression_attribute_names("#call", "call")
@@ -412,6 +406,12 @@ impl Store {
         Ok(Some(call))
     }
 
+    /// An UpdateItem of trace `trace`'s item.
+    fn update_trace(&self, workspace_id: u64, trace: &str) -> UpdateItemFluentBuilder {
+        let update = self.client().update_item().table_name(self.table());
+        update.key("pk", s(trace_pk(workspace_id, trace))).key("sk", s(TRACE_SK))
+    }
+
     async fn trace_item(&self, workspace_id: u64, trace: &str) -> Result<Option<Item>, StoreError> {
         self.read_item(trace_pk(workspace_id, trace), TRACE_SK).await
     }
@@ -431,25 +431,7 @@ impl Store {
 
     /// The items of partition `pk` (a key's or the unjoined list's entries), every page.
     async fn entries(&self, pk: String) -> Result<Vec<Item>, StoreError> {
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client()
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(&pk))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::from_sdk)?;
-            items.extend(out.items.unwrap_or_default());
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(items);
-            }
-        }
+        query(self.client(), self.table(), &pk, &SortKeys::All, false, None).await
     }
 
     /// Writes the entry `pk` / `sk` (no attributes of its own).
@@ -512,11 +494,7 @@ impl Store {
     /// before is in the parts read after.
     async fn erase_trace(&self, workspace_id: u64, trace: &str, now: u64) -> Result<(), StoreError> {
         let out = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .key("pk", s(trace_pk(workspace_id, trace)))
-            .key("sk", s(TRACE_SK))
+            .update_trace(workspace_id, trace)
             .update_expression("SET erased = :now, expires_at = :expires REMOVE #call")
             .expression_attribute_names("#call", "call")
             .expression_attribute_values(":now", n(now))
@@ -541,11 +519,7 @@ impl Store {
         // read is removed, so such a part stays; what is left came after the erase
         // (`first_ms`).
         let mut update = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .key("pk", s(trace_pk(workspace_id, trace)))
-            .key("sk", s(TRACE_SK))
+            .update_trace(workspace_id, trace)
             .condition_expression("erased = :now")
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":after", n(now + 1))
