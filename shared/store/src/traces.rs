@@ -328,7 +328,7 @@ impl Store {
                 (old, true)
             }
         };
-        let item = if redelivered { old.clone() } else { merged(&old, &found, received) };
+        let item = if redelivered { old.clone() } else { merged(&old, part, &found, received) };
         let had = ranked(&old);
         // Each candidate key finds the trace.
         for (_, value) in found.iter().filter(|(_, v)| redelivered || !had.contains(v)) {
@@ -339,7 +339,7 @@ impl Store {
         }
         // Until it joins, it is listed as open (once, from its first part).
         let first = get_u64(&item, "first_ms").unwrap_or(received);
-        if redelivered || !old.contains_key("first_ms") {
+        if redelivered || parts(&old).is_empty() {
             self.put_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
             self.put_entry(day_pk(first / DAY_MS), format!("{workspace_id}#{trace}")).await?;
         }
@@ -372,7 +372,9 @@ impl Store {
             return Ok(Some(call.to_owned()));
         }
         let mut named = None;
-        let first = get_u64(item, "first_ms").unwrap_or_default();
+        // Its earliest part's receipt (part names carry it): a trace used again after an
+        // erase counts from what it holds now, not from its first use.
+        let first = parts(item).iter().map(|p| received_of(p)).min().or(get_u64(item, "first_ms")).unwrap_or_default();
         for value in ranked(item) {
             if self.call_exists(workspace_id, &value).await?.is_some_and(|erased| erased < first) {
                 named = Some(value);
@@ -402,7 +404,9 @@ impl Store {
                 _ => return Err(StoreError::from_sdk(e)),
             },
         };
-        self.delete_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
+        // Its unjoined entry is named by `first_ms`, as add_part wrote it.
+        let listed = get_u64(item, "first_ms").unwrap_or(first);
+        self.delete_entry(open_pk(workspace_id), format!("{listed:016}#{trace}")).await?;
         Ok(Some(call))
     }
 
@@ -483,7 +487,7 @@ impl Store {
             if self.join(workspace_id, &trace, &item).await?.as_deref() != Some(call_id) {
                 continue;
             }
-            self.erase_trace(workspace_id, &trace, now).await?;
+            self.erase_trace(workspace_id, &trace, now, false).await?;
             erased += 1;
         }
         Ok(erased)
@@ -492,18 +496,32 @@ impl Store {
     /// Removes a trace's parts and leaves its item as a tombstone erased at `now`. The
     /// tombstone is written first: a part added after it was read is refused, and one added
     /// before is in the parts read after.
-    async fn erase_trace(&self, workspace_id: u64, trace: &str, now: u64) -> Result<(), StoreError> {
+    ///
+    /// `unjoined`: retention's erase, of a trace that joined no call: refused (`false`) when it
+    /// joined one meanwhile. An erase at or after `now` already done (another eraser, or a
+    /// late copy of this request) is not redone, and answers `false`.
+    async fn erase_trace(&self, workspace_id: u64, trace: &str, now: u64, unjoined: bool) -> Result<bool, StoreError> {
+        let mut condition = "attribute_not_exists(erased) OR erased < :now".to_owned();
+        if unjoined {
+            condition = format!("({condition}) AND attribute_not_exists(#call)");
+        }
         let out = self
             .update_trace(workspace_id, trace)
             .update_expression("SET erased = :now, expires_at = :expires REMOVE #call")
+            .condition_expression(condition)
             .expression_attribute_names("#call", "call")
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":expires", n(now / 1000 + TOMBSTONE_KEPT_SECS))
             .return_values(ReturnValue::AllOld)
             .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        let old = out.attributes.unwrap_or_default();
+            .await;
+        let old = match out {
+            Ok(out) => out.attributes.unwrap_or_default(),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                return Ok(false)
+            }
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        };
         for part in parts(&old) {
             self.frames().erase(&part_key(workspace_id, trace, &part)).await?;
         }
@@ -537,8 +555,12 @@ impl Store {
         if !deletes.is_empty() {
             expression += &format!(" DELETE {}", deletes.join(", "));
         }
-        update.update_expression(expression).send().await.map_err(StoreError::from_sdk)?;
-        Ok(())
+        match update.update_expression(expression).send().await {
+            Ok(_) => Ok(true),
+            // Another erase came after this one: what it read, it removes.
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(true),
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
     }
 
     /// Removes the traces first received on days wholly before `now - UNJOINED_KEPT_MS` that
@@ -569,8 +591,11 @@ impl Store {
                     } else if self.join(workspace_id, trace, &item).await?.is_some() {
                         kept += 1;
                     } else {
-                        self.erase_trace(workspace_id, trace, now_ms).await?;
-                        removed += 1;
+                        match self.erase_trace(workspace_id, trace, now_ms, true).await? {
+                            true => removed += 1,
+                            // Joined a call meanwhile.
+                            false => kept += 1,
+                        }
                     }
                 }
                 self.delete_entry(day_pk(day), format!("{workspace_id}#{trace}")).await?;
@@ -602,8 +627,12 @@ impl Store {
 
 /// A trace's item after a part with candidate keys `found`, received at `received`, was
 /// added to `old` (the keys and the first receipt; what joining reads).
-fn merged(old: &Item, found: &[Candidate], received: u64) -> Item {
+fn merged(old: &Item, part: &str, found: &[Candidate], received: u64) -> Item {
     let mut item = old.clone();
+    match item.entry("parts".to_owned()).or_insert_with(|| AttributeValue::Ss(Vec::new())) {
+        AttributeValue::Ss(set) => set.push(part.to_owned()),
+        other => *other = AttributeValue::Ss(vec![part.to_owned()]),
+    }
     for (rank, values) in by_rank(found) {
         let entry = item.entry(format!("k{rank}")).or_insert_with(|| AttributeValue::Ss(Vec::new()));
         if let AttributeValue::Ss(set) = entry {

@@ -453,16 +453,7 @@ async fn an_erase_removes_the_calls_spans_and_a_batch_received_before_it_adds_no
         s.span_id[0] ^= 0x40;
     }
     export_proto(&f, &f.key1, &late).await;
-    let id_s = id.to_string();
-    let erase = read_request(
-        Method::DELETE,
-        "/api/v1/public/call/{id}",
-        &[("id", &id_s)],
-        Some(&f.key1),
-        &[("workspace_id", "1")],
-    );
-    let a = send(&f.backend, Endpoint::EraseCall, erase).await;
-    assert_eq!(a.status, 200, "{}", a.body);
+    erase_call(&f, id).await;
     index(&f).await;
     // The first batch delivered again after the erase (its part was known to the trace):
     // the erase wins, and its part does not come back.
@@ -470,14 +461,34 @@ async fn an_erase_removes_the_calls_spans_and_a_batch_received_before_it_adds_no
     index(&f).await;
     let left: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/")).collect();
     assert_eq!(left, Vec::<String>::new(), "no span of the erased call is left");
+    assert!(key_entries(&f).await.is_empty(), "no entry names the erased call");
     // The call sent again is a new call: the erased spans do not come back with it.
     let again = post_call(&f, "call-erased").await;
     assert_eq!(trace_of(&f, again).await.body["spans"], json!([]));
-    let items = f.t.scan(&f.backend.config.calls_table).await;
-    let keys: Vec<String> =
-        items.iter().filter_map(|i| i.get("pk")?.as_s().ok().cloned()).filter(|k| k.starts_with("TKEY#")).collect();
+    // The agent uses the same trace id for the call sent again (it derives it from the call
+    // id): spans received now join the new call.
+    let mut after = pipecat("call-erased");
+    for s in &mut after.resource_spans[0].scope_spans[0].spans {
+        s.span_id[0] ^= 0x20;
+    }
+    export_proto(&f, &f.key1, &after).await;
+    index(&f).await;
+    assert_eq!(
+        trace_of(&f, again).await.body["spans"].as_array().unwrap().len(),
+        8,
+        "the trace used again joins the new call"
+    );
+    erase_call(&f, again).await;
+    index(&f).await;
+    let keys = key_entries(&f).await;
     assert!(keys.is_empty(), "no entry names the erased call: {keys:?}");
     f.t.delete().await;
+}
+
+/// The keys' entries (`TKEY#…`) of the Calls table.
+async fn key_entries(f: &TwoWorkspaces) -> Vec<String> {
+    let items = f.t.scan(&f.backend.config.calls_table).await;
+    items.iter().filter_map(|i| i.get("pk")?.as_s().ok().cloned()).filter(|k| k.starts_with("TKEY#")).collect()
 }
 
 #[tokio::test]
@@ -554,4 +565,17 @@ fn prost_varint(mut n: usize, out: &mut Vec<u8>) {
         n >>= 7;
     }
     out.push(n as u8);
+}
+
+async fn erase_call(f: &TwoWorkspaces, id: u64) {
+    let id = id.to_string();
+    let erase = read_request(
+        Method::DELETE,
+        "/api/v1/public/call/{id}",
+        &[("id", &id)],
+        Some(&f.key1),
+        &[("workspace_id", "1")],
+    );
+    let a = send(&f.backend, Endpoint::EraseCall, erase).await;
+    assert_eq!(a.status, 200, "{}", a.body);
 }
