@@ -367,20 +367,35 @@ impl Store {
 
     /// The call trace `item` joined, joining it now to the call its best candidate key
     /// names when it joined none yet; `None` while none of its keys names a call.
+    ///
+    /// Spans received before their call's erase are dropped here too: a batch indexed after
+    /// the erase (the queue was slow, the trace unknown when the erase looked) still finds
+    /// the erase in the call's head (`erased_at`), and its parts received before it go.
     async fn join(&self, workspace_id: u64, trace: &str, item: &Item) -> Result<Option<String>, StoreError> {
         if let Some(call) = get_s(item, "call") {
             return Ok(Some(call.to_owned()));
         }
+        let mut item = item.clone();
         let mut named = None;
-        // Its earliest part's receipt (part names carry it): a trace used again after an
-        // erase counts from what it holds now, not from its first use.
-        let first = parts(item).iter().map(|p| received_of(p)).min().or(get_u64(item, "first_ms")).unwrap_or_default();
-        for value in ranked(item) {
-            if self.call_exists(workspace_id, &value).await?.is_some_and(|erased| erased < first) {
+        for value in ranked(&item) {
+            let Some(head) = self.read_item(call_pk(workspace_id, &value), HEAD).await? else { continue };
+            let erased = erased_at(&head);
+            if erased > 0 && erased >= earliest(&item) {
+                self.erase_trace(workspace_id, trace, erased, false).await?;
+                match self.trace_item(workspace_id, trace).await? {
+                    Some(left) if !parts(&left).is_empty() => item = left,
+                    _ => return Ok(None),
+                }
+                if let Some(call) = get_s(&item, "call") {
+                    return Ok(Some(call.to_owned()));
+                }
+            }
+            if !is_tombstone(&head) && !is_erasing(&head) && erased < earliest(&item) {
                 named = Some(value);
                 break;
             }
         }
+        let first = earliest(&item);
         let Some(call) = named else { return Ok(None) };
         let joined = self
             .update_trace(workspace_id, trace)
@@ -405,7 +420,7 @@ impl Store {
             },
         };
         // Its unjoined entry is named by `first_ms`, as add_part wrote it.
-        let listed = get_u64(item, "first_ms").unwrap_or(first);
+        let listed = get_u64(&item, "first_ms").unwrap_or(first);
         self.delete_entry(open_pk(workspace_id), format!("{listed:016}#{trace}")).await?;
         Ok(Some(call))
     }
@@ -493,25 +508,29 @@ impl Store {
         Ok(erased)
     }
 
-    /// Removes a trace's parts and leaves its item as a tombstone erased at `now`. The
-    /// tombstone is written first: a part added after it was read is refused, and one added
-    /// before is in the parts read after.
+    /// Removes a trace's parts received at or before `at` and leaves its item as a
+    /// tombstone erased at `at`. The tombstone is written first: a part received before `at`
+    /// and added after it was read is refused, and one added before is in the parts read after.
+    ///
+    /// Parts received after `at` (a trace used again after its call's erase, indexed before
+    /// this erase of the old spans ran) stay, with the keys that find them, listed as
+    /// unjoined from their own first receipt.
     ///
     /// `unjoined`: retention's erase, of a trace that joined no call: refused (`false`) when it
-    /// joined one meanwhile. An erase at or after `now` already done (another eraser, or a
+    /// joined one meanwhile. An erase at or after `at` already done (another eraser, or a
     /// late copy of this request) is not redone, and answers `false`.
-    async fn erase_trace(&self, workspace_id: u64, trace: &str, now: u64, unjoined: bool) -> Result<bool, StoreError> {
-        let mut condition = "attribute_not_exists(erased) OR erased < :now".to_owned();
+    async fn erase_trace(&self, workspace_id: u64, trace: &str, at: u64, unjoined: bool) -> Result<bool, StoreError> {
+        let mut condition = "attribute_not_exists(erased) OR erased < :at".to_owned();
         if unjoined {
             condition = format!("({condition}) AND attribute_not_exists(#call)");
         }
         let out = self
             .update_trace(workspace_id, trace)
-            .update_expression("SET erased = :now, expires_at = :expires REMOVE #call")
+            .update_expression("SET erased = :at, expires_at = :expires REMOVE #call")
             .condition_expression(condition)
             .expression_attribute_names("#call", "call")
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":expires", n(now / 1000 + TOMBSTONE_KEPT_SECS))
+            .expression_attribute_values(":at", n(at))
+            .expression_attribute_values(":expires", n(at / 1000 + TOMBSTONE_KEPT_SECS))
             .return_values(ReturnValue::AllOld)
             .send()
             .await;
@@ -522,36 +541,53 @@ impl Store {
             }
             Err(e) => return Err(StoreError::from_sdk(e)),
         };
-        for part in parts(&old) {
-            self.frames().erase(&part_key(workspace_id, trace, &part)).await?;
+        let (gone, kept): (Vec<String>, Vec<String>) = parts(&old).into_iter().partition(|p| received_of(p) <= at);
+        for part in &gone {
+            self.frames().erase(&part_key(workspace_id, trace, part)).await?;
         }
         if let Some(first) = get_u64(&old, "first_ms") {
             self.delete_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
         }
-        // Nothing of the erased call is left to name it: not its keys' entries either.
-        for value in ranked(&old) {
-            self.delete_entry(key_pk(workspace_id, &value), trace.to_owned()).await?;
-        }
         // The parts read are gone: the item keeps the tombstone, and only what was added
-        // after the erase (a batch received since: `erased < received`). Exactly what was
-        // read is removed, so such a part stays; what is left came after the erase
-        // (`first_ms`).
+        // after the erase (a batch received since: `at < received`). Exactly what was read is
+        // removed, so such a part stays; what is left came after the erase (`first_ms`).
         let mut update = self
             .update_trace(workspace_id, trace)
-            .condition_expression("erased = :now")
-            .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":after", n(now + 1))
-            .expression_attribute_values(":minus", n(format!("-{}", get_u64(&old, "spans").unwrap_or(0))));
+            .condition_expression("erased = :at")
+            .expression_attribute_values(":at", n(at));
         let mut deletes = Vec::new();
-        for name in std::iter::once("parts".to_owned()).chain((0..RANKS).map(|r| format!("k{r}"))) {
-            if let Some(AttributeValue::Ss(values)) =
-                old.get(&name).filter(|v| matches!(v, AttributeValue::Ss(x) if !x.is_empty()))
-            {
-                deletes.push(format!("{name} :old_{name}"));
-                update = update.expression_attribute_values(format!(":old_{name}"), AttributeValue::Ss(values.clone()));
+        let mut expression;
+        if kept.is_empty() {
+            // Nothing of the erased call is left to name it: not its keys' entries either.
+            for value in ranked(&old) {
+                self.delete_entry(key_pk(workspace_id, &value), trace.to_owned()).await?;
             }
+            for name in std::iter::once("parts".to_owned()).chain((0..RANKS).map(|r| format!("k{r}"))) {
+                if let Some(AttributeValue::Ss(values)) =
+                    old.get(&name).filter(|v| matches!(v, AttributeValue::Ss(x) if !x.is_empty()))
+                {
+                    deletes.push(format!("{name} :old_{name}"));
+                    let values = AttributeValue::Ss(values.clone());
+                    update = update.expression_attribute_values(format!(":old_{name}"), values);
+                }
+            }
+            let minus = n(format!("-{}", get_u64(&old, "spans").unwrap_or(0)));
+            update =
+                update.expression_attribute_values(":first", n(at + 1)).expression_attribute_values(":minus", minus);
+            expression = "SET first_ms = :first ADD spans :minus".to_owned();
+        } else {
+            // The spans of the parts kept are not known apart: the count stays (the cap
+            // errs on the side of refusing).
+            let first = kept.iter().map(|p| received_of(p)).min().unwrap_or(at + 1);
+            if !gone.is_empty() {
+                deletes.push("parts :gone".to_owned());
+                update = update.expression_attribute_values(":gone", AttributeValue::Ss(gone.clone()));
+            }
+            update = update.expression_attribute_values(":first", n(first));
+            expression = "SET first_ms = :first REMOVE expires_at".to_owned();
+            self.put_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
+            self.put_entry(day_pk(first / DAY_MS), format!("{workspace_id}#{trace}")).await?;
         }
-        let mut expression = "SET first_ms = :after ADD spans :minus".to_owned();
         if !deletes.is_empty() {
             expression += &format!(" DELETE {}", deletes.join(", "));
         }
@@ -671,6 +707,12 @@ fn ranked(item: &Item) -> Vec<String> {
         }
     }
     out
+}
+
+/// The receipt of a trace's earliest part (part names carry it): a trace used again after
+/// an erase counts from what it holds now, not from its first use.
+fn earliest(item: &Item) -> u64 {
+    parts(item).iter().map(|p| received_of(p)).min().or(get_u64(item, "first_ms")).unwrap_or_default()
 }
 
 fn parts(item: &Item) -> Vec<String> {

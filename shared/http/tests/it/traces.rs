@@ -579,3 +579,59 @@ async fn erase_call(f: &TwoWorkspaces, id: u64) {
     let a = send(&f.backend, Endpoint::EraseCall, erase).await;
     assert_eq!(a.status, 200, "{}", a.body);
 }
+
+#[tokio::test]
+async fn spans_received_before_their_calls_erase_and_indexed_after_it_are_dropped() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    // Received before the call existed, and while it existed; neither indexed until after
+    // its erase (the queue was slow): the erase found no trace to remove.
+    export_proto(&f, &f.key1, &pipecat("call-slow")).await;
+    let id = post_call(&f, "call-slow").await;
+    let mut second = pipecat("call-slow");
+    for s in &mut second.resource_spans[0].scope_spans[0].spans {
+        s.span_id[0] ^= 0x40;
+    }
+    export_proto(&f, &f.key1, &second).await;
+    erase_call(&f, id).await;
+    // The call is sent again, and the agent uses the same trace id (derived from the call
+    // id): spans received now are the new call's.
+    let again = post_call(&f, "call-slow").await;
+    let mut after = pipecat("call-slow");
+    for s in &mut after.resource_spans[0].scope_spans[0].spans {
+        s.span_id[0] ^= 0x20;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    export_proto(&f, &f.key1, &after).await;
+    assert_eq!(index(&f).await, 3);
+    let spans = trace_of(&f, again).await.body["spans"].clone();
+    let ids: Vec<&str> = spans.as_array().unwrap().iter().map(|s| s["span_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 8, "only the spans received after the erase: {ids:?}");
+    assert!(ids.iter().all(|id| id.starts_with("2")), "{ids:?}");
+    let parts: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/spans/")).collect();
+    let mut kept = Vec::new();
+    for key in &parts {
+        if !f.t.frames().get(key).await.unwrap().unwrap_or_default().is_empty() {
+            kept.push(key.clone());
+        }
+    }
+    assert_eq!(kept.len(), 1, "the parts received before the erase are gone: {kept:?}");
+    // Not sent again: the erased call's spans, indexed late, are dropped all the same.
+    let mut other = pipecat("call-gone");
+    for s in &mut other.resource_spans[0].scope_spans[0].spans {
+        s.trace_id = vec![0xcd; 16];
+    }
+    export_proto(&f, &f.key1, &other).await;
+    let gone = post_call(&f, "call-gone").await;
+    erase_call(&f, gone).await;
+    index(&f).await;
+    let left = f.backend.store().unjoined_traces(1).await.unwrap();
+    assert!(left.iter().all(|t| t.spans == 0 || !t.keys.contains(&"call-gone".to_owned())), "{left:?}");
+    let mut kept = Vec::new();
+    for key in f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/spans/1/")) {
+        if !f.t.frames().get(&key).await.unwrap().unwrap_or_default().is_empty() {
+            kept.push(key);
+        }
+    }
+    assert_eq!(kept.len(), 1, "nothing of call-gone's spans is left: {kept:?}");
+    f.t.delete().await;
+}
