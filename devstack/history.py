@@ -19,8 +19,9 @@ Final state, as the driver reads it (plain dicts, so a history can be saved as J
 
     {"calls": {call id: {"revisions": [{"revision": n, "marker": str | None,
                                         "token": str | None, "current": bool}, ...],
-                         "readable": bool}},
-     "bucket": [{"key": str, "prefix": "frames/" | "pending/" | "failed/" | ...,
+                         "readable": bool,
+                         "trace": [markers of the spans its trace reads] | None}},
+     "bucket": [{"key": str, "prefix": "frames/" | "pending/" | "failed/" | "traces/spans/" ...,
                  "markers": set of markers, "named": bool, "call": call id or None}],
      "pending_left": int, "failed_expected": bool}
 
@@ -29,19 +30,26 @@ one content variant carries (in its summary, metadata or transcript): every requ
 sent those bytes carries it. A token is the item's `submission` attribute: one per
 request that wrote, copied as it is when the store keeps a late submission below the
 head (`insert_late`: REV#n the old head, REV#n+1 the late one, the head its copy).
+
+Spans (issue 31): an `export` op sends spans of the call's trace, each carrying its marker.
+An export answered 200 after every erase of its call is in the call's trace when the call
+reads 200 at the end (`span_lost`); spans sent before an erase are nowhere, not in the trace
+nor in any object (`erased_readable`); a call's trace holds no span sent for another call
+(`span_foreign`); a trace part no trace item names, or a batch never indexed, is an orphan.
 """
 import json
 from dataclasses import dataclass, field
 
 SUBMISSIONS = ("create", "send", "webhook_ended", "webhook_analyzed")
 ERASE = "erase"
+EXPORT = "export"
 # Retell's events of one call: a later stage is current whatever the order they came in.
 STAGES = {"webhook_ended": 1, "webhook_analyzed": 2}
 # Seconds an unanswered request may still take effect: the function's 29 s timeout, then a
 # late write (the fault layer's `late`, a few seconds).
 HORIZON = 40.0
 RULES = ("lost", "duplicated", "current", "erased_readable", "is_new_twice", "server_error", "not_committed",
-         "orphan", "unreadable")
+         "orphan", "unreadable", "span_lost", "span_foreign")
 
 
 @dataclass(eq=False)
@@ -49,7 +57,7 @@ class Op:
     """One client request (one attempt) and its answer. `end` is None when no answer came
     (a timeout or a connection error); `status` then too."""
 
-    kind: str  # create (B) | send (A) | erase | webhook_ended | webhook_analyzed | resolve
+    kind: str  # create (B) | send (A) | erase | webhook_ended | webhook_analyzed | resolve | export
     call: str  # the provider's call id
     marker: str | None
     start: float
@@ -146,8 +154,11 @@ def check(ops, final, settle_seconds=None, horizon=HORIZON, seed=None):
         entries = sorted(state.get("revisions", []), key=lambda r: r["revision"])
         for rule, message in _call_rules(history, entries, state.get("readable", False), t):
             violation(rule, call, message)
+        for rule, message in _span_rules(history, state, marker_call, call, t):
+            violation(rule, call, message)
     for marker, call in sorted(marker_call.items()):
-        message = _erased_readable(marker, by_call[call], calls.get(call, {}).get("revisions", []),
+        state = calls.get(call, {})
+        message = _erased_readable(marker, by_call[call], state.get("revisions", []), state.get("trace") or (),
                                    final.get("bucket", []), t)
         if message:
             violation("erased_readable", call, message)
@@ -375,7 +386,34 @@ def _news(history, erases, t):
             for k, a in sorted(stretches.items()) if len(a) > 1]
 
 
-def _erased_readable(marker, history, revisions, bucket, t):
+def _span_rules(history, state, marker_call, call, t):
+    """(rule, message) of one call's spans: span_lost, span_foreign."""
+    found = []
+    trace = state.get("trace")
+    if trace is None:
+        return found
+    erases = [o for o in history if o.kind == ERASE and t.applies(o)]
+    for s in history:
+        if s.kind != EXPORT or not t.acked(s) or _rejected(s):
+            continue
+        if all(t.precedes(e, s) for e in erases) and s.marker not in trace:
+            found.append(("span_lost", f"export {s.marker} at {s.start:.3f} was answered {s.status} after every erase, "
+                                       f"and the call's trace does not hold its spans"))
+    for marker in sorted(set(trace)):
+        owner = marker_call.get(marker)
+        if owner != call:
+            found.append(("span_foreign", f"the call's trace holds {marker}, sent for "
+                                          f"{owner or 'no call of this run'}"))
+    return found
+
+
+def _rejected(op):
+    """Whether an export's answer says spans were refused (a partial success)."""
+    partial = op.body.get("partialSuccess") if isinstance(op.body, dict) else None
+    return bool(partial and int(partial.get("rejectedSpans") or 0))
+
+
+def _erased_readable(marker, history, revisions, trace, bucket, t):
     """Where `marker` is still readable though an acknowledged erase came after every
     request that sent it, or None."""
     sent = [o for o in history if o.marker == marker and t.applies(o)]
@@ -386,6 +424,7 @@ def _erased_readable(marker, history, revisions, bucket, t):
     if not after:
         return None
     where = [f"revision {r['revision']}" for r in revisions if r["marker"] == marker]
+    where += ["the call's trace"] if marker in trace else []
     where += [obj["key"] for obj in bucket if marker in obj["markers"]]
     if not where:
         return None
@@ -393,7 +432,7 @@ def _erased_readable(marker, history, revisions, bucket, t):
 
 
 # Every prefix the service writes in the frames' bucket; an object elsewhere is an orphan.
-BUCKET_PREFIXES = ("frames/", "pending/", "failed/", "held/")
+BUCKET_PREFIXES = ("frames/", "pending/", "failed/", "held/", "traces/in/", "traces/spans/")
 
 
 def _orphan(obj, failed_expected):
@@ -407,6 +446,10 @@ def _orphan(obj, failed_expected):
         return "a pending submission that could not be committed (moved to failed/)"
     if prefix == "held/":
         return "a webhook report still held after settling (every hook of the run has an agent)"
+    if prefix == "traces/in/":
+        return "a trace batch never indexed"
+    if prefix == "traces/spans/" and not obj["named"]:
+        return "a trace part no trace item names"
     if prefix not in BUCKET_PREFIXES:
         return f"an object under {prefix}, which nothing writes"
     return None

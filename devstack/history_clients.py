@@ -5,12 +5,15 @@ they make, and its answer, recorded as a `devstack.history.Op`.
     clients = Clients(stack, recorder, hook_url, hook_secret)
     clients.create(call_id, marker, body, "one_shot", rng)     # operation B
     clients.erase(call_id, rng)                                # find the id, then DELETE it
+    clients.export(call_id, marker, body, "one_shot", rng)     # spans to /otel/v1/traces
 
 Two kinds of client, as people run them: a one-shot client (Tuner's pipecat SDK, the
 ElevenLabs sample) makes one attempt with a 10 s timeout; a retrying one makes up to 4,
 again on no answer, 408, 429 or 5xx, honouring Retry-After. Retell's webhooks are signed as
 Retell signs them (`retell_signature`, as tests/e2e/test_webhooks.py checks against
-retell-sdk's verifier).
+retell-sdk's verifier). Spans go as an OpenTelemetry exporter sends them (OTLP JSON,
+`export_body`): a one-shot exporter once, a retrying one as the SDK's exporters retry (on
+429, 502-504 and no answer, honouring Retry-After).
 """
 import hashlib
 import hmac
@@ -20,7 +23,7 @@ import os
 import threading
 import time
 
-from devstack import webhook_clients
+from devstack import trace_clients, webhook_clients
 from devstack.history import Op
 from devstack.stack import ROOT, request
 
@@ -49,6 +52,21 @@ def retell_event(event, call_id, marker):
     if "call_analysis" in call:
         call["call_analysis"]["call_summary"] = f"{call['call_analysis']['call_summary']} {marker}"
     return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def trace_of(call, generation):
+    """The trace id an agent uses for `call`: one per conversation, derived from the call id
+    (as pipecat's is from `conversation_id`), so the call sent again after an erase reuses
+    it (`generation` 0), unless it started another (1)."""
+    return trace_clients.trace_id(f"{call}#{generation}")
+
+
+def export_body(call, marker, generation, span_ids, key):
+    """A batch of spans of `call`'s trace `generation`, naming the call by `key`, each span
+    carrying `marker` (an attribute the receiver keeps): OTLP JSON."""
+    document = trace_clients.spans_json(call, span_ids, 1, trace=trace_of(call, generation), key=key,
+                                        extra=[("history.marker", marker)])
+    return json.dumps(document, separators=(",", ":")).encode()
 
 
 def retell_hook(stack, secret):
@@ -134,6 +152,17 @@ class Clients:
             return request("POST", self.hook_url, body, headers, timeout=timeout)
 
         return self._run(client, f"webhook_{event.removeprefix('call_')}", call, marker, post, rng, note=note)
+
+    def export(self, call, marker, body, client, rng, note=""):
+        """Spans of the call, to `POST /otel/v1/traces`."""
+        url = f"{self.stack.url}/otel/v1/traces"
+        return self._run(client, "export", call, marker,
+                         lambda timeout: request("POST", url, body, self.stack.auth(), timeout=timeout), rng, note=note)
+
+    def read_trace(self, target, timeout=ONE_SHOT_TIMEOUT):
+        """Get Call Trace by the call's id."""
+        url = f"{self.stack.url}/api/v1/public/call/{target}/trace?workspace_id={self.ws}"
+        return request("GET", url, None, self.stack.auth(), timeout=timeout)
 
     def read(self, call, timeout=ONE_SHOT_TIMEOUT):
         """Get Call by provider call id (consistent)."""

@@ -46,15 +46,18 @@ def make_calls(stack, prefix, n):
     return calls
 
 
-def spans_json(call_id, span_ids, turn):
-    """A pipecat turn's spans naming `call_id` (conversation.id), in OTLP's JSON mapping."""
-    tid = trace_id(call_id)
+def spans_json(call_id, span_ids, turn, trace=None, key="conversation.id", extra=()):
+    """A pipecat turn's spans naming `call_id` (by `key`, conversation.id unless said), in
+    OTLP's JSON mapping; of trace `trace` (the call's own unless said), each span with the
+    `extra` (key, string) attributes too."""
+    tid = trace or trace_id(call_id)
     spans = []
     for k, sid in enumerate(span_ids):
         start = T0_NS + (turn * 10_000 + k * 300) * 1_000_000
         name, op = [("turn", None), ("stt", "stt"), ("llm", "chat"), ("tts", "tts")][k % 4]
-        attributes = [{"key": "conversation.id", "value": {"stringValue": call_id}},
+        attributes = [{"key": key, "value": {"stringValue": call_id}},
                       {"key": "turn.number", "value": {"intValue": str(turn)}}]
+        attributes += [{"key": k, "value": {"stringValue": v}} for k, v in extra]
         if op:
             attributes.append({"key": "gen_ai.operation.name", "value": {"stringValue": op}})
         span = {"traceId": tid, "spanId": sid, "name": name, "kind": 1, "startTimeUnixNano": str(start),

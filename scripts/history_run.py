@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from devstack import history
 from devstack.history import HORIZON, Op, Timing
-from devstack.history_clients import Clients, Recorder, retell_event, retell_hook
+from devstack.history_clients import Clients, Recorder, export_body, retell_event, retell_hook, trace_of
 
 CALLS = 4
 HOOK_CALLS = 2
@@ -73,7 +73,7 @@ def marker_pattern(seed):
 # the schedule ---------------------------------------------------------------------------------
 @dataclass
 class Planned:
-    kind: str  # create | send | erase | webhook_ended | webhook_analyzed | pause
+    kind: str  # create | send | erase | webhook_ended | webhook_analyzed | export | pause
     call: str
     marker: str | None
     body: bytes | None
@@ -104,6 +104,13 @@ PAUSE = 3.0
 # `_Order`). Every report must still be stored once, in an order one of them allows.
 MIXED = 0.05
 MIXED_CALLS = 2
+# Spans (issue 31), from a generator of their own (seed + 7): exports of a call's trace at
+# this rate on the schedule's call ids, naming the call by `callingest.call_id` or pipecat's
+# `conversation.id`, on one of two trace ids per call (the agent's trace used again after an
+# erase, or a new one); and trace shapes on call ids of their own.
+EXPORTS = 0.12
+TRACE_SHAPES = 0.015
+TRACE_CALLS = 3
 
 
 def shape(rng, call, markers, templates):
@@ -241,8 +248,16 @@ def plan(seed, operations, templates, agent_id, shapes=SHAPES):
     mixer = random.Random(seed + 5)
     mixed_markers = (f"hist-{seed}-8{n:05d}-mark" for n in itertools.count())
     mixed_sent = {}
+    tracer = random.Random(seed + 7)
+    span_markers = (f"hist-{seed}-7{n:05d}-mark" for n in itertools.count())
+    traced = (f"hist-{seed}-6{n:05d}-mark" for n in itertools.count())
     out = []
     for _ in range(operations):
+        if tracer.random() < EXPORTS:
+            out.append(export(tracer, tracer.choice(calls + hooks), next(span_markers), tracer.randrange(2)))
+        if tracer.random() < TRACE_SHAPES:
+            call = f"hist-{seed}-t{tracer.randrange(TRACE_CALLS)}"
+            out.append(trace_shape(tracer, call, span_markers, traced, templates))
         if shaper.random() < shapes:
             call = f"hist-{seed}-s{shaper.randrange(SHAPE_CALLS)}"
             out.append(shape(shaper, call, shaped, templates))
@@ -286,6 +301,37 @@ def plan(seed, operations, templates, agent_id, shapes=SHAPES):
         earlier.append((kind, marker, body))
         out.append(Planned(kind, call, marker, body, client, "large" if large else ""))
     return out
+
+
+def export(rng, call, marker, generation, client=None, note=""):
+    """Spans of `call`'s trace `generation`, each carrying `marker`."""
+    span_ids = [f"{rng.getrandbits(64) | 1:016x}" for _ in range(3)]
+    key = rng.choice(["callingest.call_id", "conversation.id"])
+    client = client or ("one_shot" if rng.random() < 0.7 else "retrying")
+    return Planned("export", call, marker, export_body(call, marker, generation, span_ids, key), client, note)
+
+
+def trace_shape(rng, call, span_markers, markers, templates):
+    """One trace shape on `call`, each starting with spans of its trace (generation 0) sent
+    before the call:
+    - the call, its erase, then the call and the same trace again (spans sent before the
+      erase are gone, those after are the new call's; the trace id is the same);
+    - the same, with the first indexing of the trace failing (its item's writes refused, so
+      that commit-pending indexes the batch only after the erase: the erase found nothing
+      to remove, and the spans sent before it must still go)."""
+    marker = next(markers)
+    body = templates.create(call, marker, False)
+    aim = rng.random() < 0.5
+    slow_index = ({"op": "UpdateItem", "fault": "internal", "times": 6, "table": "{calls}",
+                   "contains": '"{trace0}"'},) if aim else ()
+    note = "shape: spans, the call, its erase, both again" + (" (indexing fails until after the erase)" if aim else "")
+    first = export(rng, call, next(span_markers), 0, "one_shot", note)
+    return Planned(first.kind, call, first.marker, first.body, first.client, note, (
+        Planned("create", call, marker, body, "one_shot"),
+        Planned("erase", call, None, None, "retrying", disarm=bool(slow_index)),
+        Planned("create", call, marker, body, "one_shot", "replay"),
+        export(rng, call, next(span_markers), 0, "one_shot"),
+    ), arm=slow_index)
 
 
 # faults ---------------------------------------------------------------------------------------
@@ -430,15 +476,20 @@ def call_items(stack, call):
 
 
 def named_frames(stack):
-    """Every `frame_key` an item of the Calls table holds."""
+    """Every `frame_key` an item of the Calls table holds, and every trace part a trace's
+    item names (`traces/spans/{workspace}/{trace}/{part}`)."""
     ddb = aws(stack, "dynamodb")
     keys, start = set(), None
     for _ in range(10_000):
-        args = {"TableName": stack.calls_table, "ProjectionExpression": "frame_key"}
+        args = {"TableName": stack.calls_table, "ProjectionExpression": "pk, frame_key, parts"}
         if start:
             args["ExclusiveStartKey"] = start
         page = ddb.scan(**args)
         keys |= {i["frame_key"]["S"] for i in page["Items"] if "frame_key" in i}
+        for i in page["Items"]:
+            if i["pk"]["S"].startswith("TRACE#") and "parts" in i:
+                _, ws, trace = i["pk"]["S"].split("#", 2)
+                keys |= {f"traces/spans/{ws}/{trace}/{part}" for part in i["parts"]["SS"]}
         start = page.get("LastEvaluatedKey")
         if not start:
             break
@@ -474,12 +525,12 @@ def erasing_heads(stack, calls):
 
 
 # What settling waits to see empty.
-SETTLED = ("pending/", "held/")
+SETTLED = ("pending/", "held/", "traces/in/")
 
 
 def settle(stack, clients, calls, ops, horizon, rng, out):
     """With faults off: finishes erases cut short, then waits until pending/ and held/ are
-    empty and every request may have landed. Answers the seconds pending/ took to empty (None when it
+    empty (and trace batches indexed) and every request may have landed. Answers the seconds pending/ took to empty (None when it
     did not within COMMIT_WITHIN) and the pending keys left."""
     stack.faults.clear()
     clients.deadline = None
@@ -542,17 +593,32 @@ def read_call(stack, clients, call, pattern):
                               "note": f"callctl: {why}"})
     if revisions:
         revisions[-1]["current"] = True
-    readable = False
+    readable, target = False, None
     for attempt in range(3):
         try:
             a = clients.read(call)
             readable = a.status == 200
+            target = a.body.get("id") if readable and isinstance(a.body, dict) else None
             if a.status not in (429, 503):
                 break
         except OSError:
             pass
         time.sleep(1)
-    return {"revisions": revisions, "readable": readable, "note": note}
+    return {"revisions": revisions, "readable": readable, "note": note,
+            "trace": read_trace(clients, target, pattern) if target is not None else None}
+
+
+def read_trace(clients, target, pattern):
+    """The markers of the spans call `target`'s trace reads (Get Call Trace)."""
+    for attempt in range(3):
+        try:
+            a = clients.read_trace(target)
+            if a.status == 200:
+                return sorted(markers_in(json.dumps(a.body).encode(), pattern))
+        except OSError:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"the trace of call {target} could not be read")
 
 
 def missing_frames(stack, items):
@@ -572,42 +638,51 @@ def missing_frames(stack, items):
 
 def scan_bucket(stack, calls, pattern):
     """The run's objects (those whose key holds the hash of one of its call ids, as
-    frames/, pending/ and failed/ keys do), with the markers they hold and whether an item
-    names them; and how many other objects the bucket has (other phases')."""
+    frames/, pending/ and failed/ keys do, or one of its calls' trace ids, as trace parts
+    do; and trace batches holding its markers), with the markers they hold and whether an
+    item names them; and how many other objects the bucket has (other phases')."""
     s3 = aws(stack, "s3")
     bucket = stack.env["FRAMES_BUCKET"]
     hashes = {}
     for call in calls:
         digest = hashlib.sha256(call.encode()).hexdigest()
         hashes[digest] = hashes[digest[:32]] = call
+        for generation in (0, 1):
+            hashes[trace_of(call, generation)] = call
     named = named_frames(stack)
     objects, others = [], 0
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
         for o in page.get("Contents", []):
             key = o["Key"]
+            prefix = "/".join(key.split("/", 2)[:2]) + "/" if key.startswith("traces/") else key.split("/", 1)[0] + "/"
             call = next((hashes[part] for part in key.split("/") if part in hashes), None)
-            if call is None:
+            if call is None and prefix != "traces/in/":
                 others += 1
                 continue
-            if o["Size"] == 0 and key.startswith("frames/"):
-                continue  # an erased frame's marker: holds nothing (the bucket's lifecycle removes it)
+            if o["Size"] == 0 and prefix in ("frames/", "traces/spans/"):
+                continue  # an erased frame's or part's marker: holds nothing (the bucket's lifecycle removes it)
             try:
                 data = unpacked(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
             except s3.exceptions.NoSuchKey:
                 continue  # deleted since it was listed
-            objects.append({"key": key, "prefix": key.split("/", 1)[0] + "/", "markers": markers_in(data, pattern),
-                            "named": key in named, "call": call})
+            markers = markers_in(data, pattern)
+            if call is None and not markers:
+                others += 1  # another phase's batch
+                continue
+            objects.append({"key": key, "prefix": prefix, "markers": markers, "named": key in named, "call": call})
     return objects, others
 
 
 # the run --------------------------------------------------------------------------------------
 def aimed(rule, call, clients):
     """A shape's fault rule with its placeholders filled: `{bucket}`, `{calls}` (the
-    tables), `{pk}` (the call's partition key) and `{folder}` (`<workspace>/<call hash>`,
-    as frame, pending and held keys hold it)."""
+    tables), `{pk}` (the call's partition key), `{folder}` (`<workspace>/<call hash>`,
+    as frame, pending and held keys hold it) and `{trace0}` (the partition key of the call's
+    trace, generation 0)."""
     stack = clients.stack
     values = {"bucket": stack.env["FRAMES_BUCKET"], "calls": stack.calls_table, "pk": f"CALL#{clients.ws}#{call}",
-              "folder": f"{clients.ws}/{hashlib.sha256(call.encode()).hexdigest()[:32]}"}
+              "folder": f"{clients.ws}/{hashlib.sha256(call.encode()).hexdigest()[:32]}",
+              "trace0": f"TRACE#{clients.ws}#{trace_of(call, 0)}"}
     return {k: v.format(**values) if isinstance(v, str) else v for k, v in rule.items()}
 
 
@@ -665,6 +740,8 @@ def drive(clients, schedule, workers, seconds, seed):
             clients.create(p.call, p.marker, p.body, p.client, rng, p.note)
         elif p.kind == "send":
             clients.send(p.call, p.marker, p.body, p.client, rng, p.note)
+        elif p.kind == "export":
+            clients.export(p.call, p.marker, p.body, p.client, rng, p.note)
         else:
             clients.webhook(p.kind.replace("webhook_", "call_"), p.call, p.marker, p.body, p.client, rng, p.note)
 

@@ -28,17 +28,22 @@ def rev(n, marker, token, current=False):
     return {"revision": n, "marker": marker, "token": token, "current": current}
 
 
-def state(*revisions, readable=None, call="c1", bucket=(), pending_left=0, failed_expected=False):
+def state(*revisions, readable=None, call="c1", bucket=(), pending_left=0, failed_expected=False, trace=None):
     revisions = list(revisions)
     if revisions:
         revisions[-1]["current"] = True
     readable = bool(revisions) if readable is None else readable
-    return {"calls": {call: {"revisions": revisions, "readable": readable}}, "bucket": list(bucket),
+    return {"calls": {call: {"revisions": revisions, "readable": readable, "trace": trace}}, "bucket": list(bucket),
             "pending_left": pending_left, "failed_expected": failed_expected}
 
 
 def obj(key, markers=(), named=False, call=None):
-    return {"key": key, "prefix": key.split("/", 1)[0] + "/", "markers": set(markers), "named": named, "call": call}
+    prefix = "/".join(key.split("/", 2)[:2]) + "/" if key.startswith("traces/") else key.split("/", 1)[0] + "/"
+    return {"key": key, "prefix": prefix, "markers": set(markers), "named": named, "call": call}
+
+
+def exported(marker, start, end, call="c1", status=200, body=None):
+    return op("export", marker, start, end, status, {} if body is None else body, call=call)
 
 
 def rules(ops, final, **kw):
@@ -316,6 +321,53 @@ def test_each_violation_names_the_seed_and_lists_its_calls_ops_in_time_order():
     lines = found.detail.splitlines()[1:]
     assert len(lines) == 2 and "m1" in lines[0] and "m2" in lines[1], lines
     assert [o.marker for o in found.ops_of_call] == ["m1", "m2"]
+
+
+# spans (issue 31) -----------------------------------------------------------------------------
+def test_spans_sent_after_every_erase_are_in_the_calls_trace():
+    ops = [exported("s1", 0, 1), created("m1", 2, 3), erased(4, 5), created("m1", 6, 7), exported("s2", 8, 9)]
+    part = obj("traces/spans/1/ab/0001-x", {"s2"}, named=True, call="c1")
+    assert rules(ops, state(rev(1, "m1", "t2"), trace=["s2"], bucket=[part])) == []
+
+
+def test_spans_answered_200_and_missing_from_the_trace_are_lost():
+    ops = [created("m1", 0, 1), exported("s1", 2, 3)]
+    assert rules(ops, state(rev(1, "m1", "t1"), trace=[])) == ["span_lost"]
+
+
+def test_spans_refused_by_policy_an_unanswered_export_or_an_unread_call_are_not_judged():
+    refused = exported("s1", 2, 3, body={"partialSuccess": {"rejectedSpans": "3", "errorMessage": "cap"}})
+    ops = [created("m1", 0, 1), refused, exported("s2", 4, None, status=None), exported("s3", 5, 6, status=429)]
+    assert rules(ops, state(rev(1, "m1", "t1"), trace=[])) == []
+    # The call not readable at the end (erased, not sent again): its spans join nothing.
+    ops = [created("m1", 0, 1), erased(2, 3), exported("s4", 4, 5)]
+    assert rules(ops, state(readable=False, trace=None)) == []
+
+
+def test_spans_sent_before_an_erase_are_gone_from_the_trace_and_the_bucket():
+    # The trace id used again: the spans sent before the erase must not come back with the
+    # call sent again (the bug of a batch indexed after the erase).
+    ops = [exported("s1", 0, 1), created("m1", 2, 3), erased(4, 5), created("m1", 6, 7), exported("s2", 8, 9)]
+    assert rules(ops, state(rev(1, "m1", "t2"), trace=["s1", "s2"])) == ["erased_readable"]
+    kept = obj("traces/spans/1/ab/0001-x", {"s1"}, named=True, call="c1")
+    assert rules(ops, state(rev(1, "m1", "t2"), trace=["s2"], bucket=[kept])) == ["erased_readable"]
+    # An export that may still land after the erase is not judged.
+    ops = [exported("s1", 0, None, status=None), created("m1", 2, 3), erased(4, 5)]
+    assert rules(ops, state(readable=False, bucket=[kept])) == []
+
+
+def test_a_calls_trace_holding_spans_sent_for_another_call_is_foreign():
+    ops = [created("m1", 0, 1), exported("s1", 2, 3), exported("x1", 2, 3, call="c2")]
+    assert rules(ops, state(rev(1, "m1", "t1"), trace=["s1", "x1"])) == ["span_foreign"]
+
+
+def test_a_trace_batch_never_indexed_and_a_part_no_trace_names_are_orphans():
+    ops = [created("m1", 0, 1), exported("s1", 2, 3)]
+    left = [obj("traces/in/1/0001-x", {"s1"}), obj("traces/spans/1/ab/0001-y", {"s1"}, named=False, call="c1")]
+    found = rules(ops, state(rev(1, "m1", "t1"), trace=["s1"], bucket=left))
+    assert found == ["orphan", "orphan"]
+    named = [obj("traces/spans/1/ab/0001-y", {"s1"}, named=True, call="c1")]
+    assert rules(ops, state(rev(1, "m1", "t1"), trace=["s1"], bucket=named)) == []
 
 
 def test_summary_counts_every_rule():

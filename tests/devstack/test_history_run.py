@@ -26,11 +26,12 @@ def test_a_seed_gives_one_schedule_of_its_own_call_ids():
     assert first != run.plan(12, 300, TEMPLATES, "agt_1")
     assert {p.call for p in first if not p.note.startswith("shape")} <= {f"hist-11-c{i}" for i in range(4)} | {
         "hist-11-w0", "hist-11-w1", "hist-11-m0", "hist-11-m1"}
-    assert {p.call for p in first if p.note.startswith("shape")} <= {f"hist-11-s{i}" for i in range(6)}
+    assert {p.call for p in first if p.note.startswith("shape")} <= {f"hist-11-s{i}" for i in range(6)} | {
+        f"hist-11-t{i}" for i in range(3)}
     kinds = {p.kind for p in first}
-    assert kinds == {"create", "send", "erase", "webhook_ended", "webhook_analyzed"}, kinds
+    assert kinds == {"create", "send", "erase", "webhook_ended", "webhook_analyzed", "export"}, kinds
     steps = {q.kind for p in first for q in p.then}
-    assert steps == {"create", "erase", "pause"}, steps
+    assert steps == {"create", "erase", "pause", "export"}, steps
     assert any(p.note == "replay" for p in first) and any(p.note == "large" for p in first)
     assert {p.client for p in first} == {"one_shot", "retrying"}
 
@@ -52,8 +53,9 @@ def test_each_content_carries_its_own_marker_and_a_replay_sends_the_same_bytes()
 def test_shapes_are_woven_in_without_changing_the_rest_of_the_schedule():
     shaped, plain = run.plan(7, 600, TEMPLATES, "agt_1"), run.plan(7, 600, TEMPLATES, "agt_1", shapes=0)
     rest = [(p.kind, p.call, p.client, p.note) for p in shaped if not p.then]
-    assert rest == [(p.kind, p.call, p.client, p.note) for p in plain], "the same decisions, shapes aside"
-    notes = {p.note for p in shaped if p.then}
+    # (Trace shapes have a rate and a generator of their own: in both.)
+    assert rest == [(p.kind, p.call, p.client, p.note) for p in plain if not p.then], "the same decisions, shapes aside"
+    notes = {p.note for p in shaped if p.then and not p.note.startswith("shape: spans")}
     assert notes == {"shape: erase then the same", "shape: a, b, then a again", "shape: a, b, a, b",
                      "shape: a answered late, then b", "shape: a send during its erase"}, notes
     aimed = [p for p in shaped if p.arm or any(q.arm for q in p.then)]
@@ -66,6 +68,33 @@ def test_shapes_are_woven_in_without_changing_the_rest_of_the_schedule():
         assert during.marker != p.marker, "different content, sent while the erase runs"
     for p in (p for p in shaped if p.note == "shape: erase then the same"):
         assert [q.kind for q in p.then] == ["erase", "create"] and p.then[1].body == p.body
+
+
+def test_spans_are_exported_on_the_schedules_calls_and_trace_shapes_erase_between():
+    schedule = run.plan(13, 2000, TEMPLATES, "agt_1")
+    pattern = run.marker_pattern(13)
+    exports = [q for p in schedule for q in (p, *p.then) if q.kind == "export"]
+    assert len(exports) > 100
+    traces = set()
+    for p in exports:
+        spans = json.loads(p.body)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        names = {a["key"]: a["value"]["stringValue"] for s in spans for a in s["attributes"] if "stringValue" in a["value"]}
+        assert names.get("callingest.call_id", names.get("conversation.id")) == p.call
+        assert names["history.marker"] == p.marker and run.markers_in(p.body, pattern) == {p.marker}
+        traces.add((p.call, spans[0]["traceId"]))
+    by_call = {}
+    for call, trace in traces:
+        by_call.setdefault(call, set()).add(trace)
+    assert max(len(t) for t in by_call.values()) == 2, "a call's trace used again, or a new one"
+    shapes = [p for p in schedule if p.note.startswith("shape: spans")]
+    assert shapes and any(p.arm for p in shapes) and any(not p.arm for p in shapes)
+    for p in shapes:
+        assert p.kind == "export" and [q.kind for q in p.then] == ["create", "erase", "create", "export"]
+        assert p.then[0].body == p.then[2].body, "the same call sent again"
+        assert json.loads(p.body)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] == \
+            json.loads(p.then[3].body)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"], "the same trace"
+        if p.arm:
+            assert p.then[1].disarm and p.arm[0]["contains"] == '"{trace0}"'
 
 
 def test_a_few_call_ids_get_both_create_calls_and_retells_reports():
@@ -84,7 +113,7 @@ def test_after_an_erase_the_call_is_created_again():
     for i, p in enumerate(schedule):
         if p.kind != "erase" or not p.call.startswith("hist-5-c"):
             continue
-        following = next((q for q in schedule[i + 1:] if q.call == p.call), None)
+        following = next((q for q in schedule[i + 1:] if q.call == p.call and q.kind != "export"), None)
         assert following is None or following.kind in ("create", "erase"), following
 
 
@@ -153,5 +182,7 @@ def test_an_aimed_rule_names_its_call_only():
     rule = {"op": "*", "fault": "internal", "rate": 1.0, "table": "{calls}", "contains": '"{pk}"'}
     assert run.aimed(rule, "hist-1-c2", Clients) == {"op": "*", "fault": "internal", "rate": 1.0, "table": "calls-x",
                                                      "contains": '"CALL#7#hist-1-c2"'}
+    trace = run.aimed({"contains": '"{trace0}"'}, "hist-1-c2", Clients)["contains"]
+    assert trace == f'"TRACE#7#{run.trace_of("hist-1-c2", 0)}"'
     s3 = run.aimed({"table": "{bucket}", "contains": "frames/{folder}", "times": 1}, "hist-1-c2", Clients)
     assert s3["table"] == "frames-x" and s3["contains"].startswith("frames/7/") and len(s3["contains"]) == 9 + 32

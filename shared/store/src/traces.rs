@@ -30,10 +30,12 @@
 //! its call is read or erased. Once joined it stays joined (a conditional write), so two
 //! readers never see it joined to different calls.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use aws_sdk_s3::primitives::ByteStream;
 
 use call_ingest_traces::join::{candidates, Candidate};
@@ -43,7 +45,7 @@ use call_ingest_traces::{policy, ExportTraceServiceRequest, Message};
 use crate::calls::frames::s3_error;
 use crate::calls::item::{call_pk, erased_at, get_s, get_u64, is_erasing, is_tombstone, n, s, Item, HEAD};
 use crate::calls::query::{query, SortKeys};
-use crate::calls::{now_ms, random_hex, Store, StoreError};
+use crate::calls::{now_ms, random_hex, Store, StoreError, Transaction};
 
 pub const BATCH_PREFIX: &str = "traces/in/";
 pub const PART_PREFIX: &str = "traces/spans/";
@@ -343,11 +345,9 @@ impl Store {
             self.put_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
             self.put_entry(day_pk(first / DAY_MS), format!("{workspace_id}#{trace}")).await?;
         }
-        // A new key may name a call; keys known before named none when last looked at.
-        let joined = match redelivered || found.iter().any(|(_, v)| !had.contains(v)) {
-            true => self.join(workspace_id, trace, &item).await?.is_some(),
-            false => false,
-        };
+        // Its keys may name a call now; or a call they named was erased since an earlier
+        // part came (which goes now: the erase did not know this trace).
+        let joined = self.join(workspace_id, trace, &item, true).await?.is_some();
         Ok(if redelivered { Err(Refused::Known) } else { Ok(joined) })
     }
 
@@ -370,8 +370,15 @@ impl Store {
     ///
     /// Spans received before their call's erase are dropped here too: a batch indexed after
     /// the erase (the queue was slow, the trace unknown when the erase looked) still finds
-    /// the erase in the call's head (`erased_at`), and its parts received before it go.
-    async fn join(&self, workspace_id: u64, trace: &str, item: &Item) -> Result<Option<String>, StoreError> {
+    /// the erase in the call's head (`erased_at`). `tidy`: its parts received before it are
+    /// removed now (indexing, erasing, retention); otherwise (a read) only passed over.
+    async fn join(
+        &self,
+        workspace_id: u64,
+        trace: &str,
+        item: &Item,
+        tidy: bool,
+    ) -> Result<Option<String>, StoreError> {
         if let Some(call) = get_s(item, "call") {
             return Ok(Some(call.to_owned()));
         }
@@ -381,13 +388,16 @@ impl Store {
             let Some(head) = self.read_item(call_pk(workspace_id, &value), HEAD).await? else { continue };
             let erased = erased_at(&head);
             if erased > 0 && erased >= earliest(&item) {
+                // A read leaves it to the next indexing, erase or retention run: the trace
+                // joins nothing until its parts from before the erase are gone.
+                if !tidy {
+                    return Ok(None);
+                }
                 self.erase_trace(workspace_id, trace, erased, false).await?;
                 match self.trace_item(workspace_id, trace).await? {
+                    Some(left) if get_s(&left, "call").is_some() => return Ok(get_s(&left, "call").map(str::to_owned)),
                     Some(left) if !parts(&left).is_empty() => item = left,
                     _ => return Ok(None),
-                }
-                if let Some(call) = get_s(&item, "call") {
-                    return Ok(Some(call.to_owned()));
                 }
             }
             if !is_tombstone(&head) && !is_erasing(&head) && erased < earliest(&item) {
@@ -478,7 +488,7 @@ impl Store {
         // meanwhile (a join that raced the erase, a batch indexed after it).
         let Some(erased_at) = self.call_exists(workspace_id, call_id).await? else { return Ok(out) };
         for (trace, item) in self.traces_naming(workspace_id, call_id).await? {
-            if self.join(workspace_id, &trace, &item).await?.as_deref() != Some(call_id) {
+            if self.join(workspace_id, &trace, &item, false).await?.as_deref() != Some(call_id) {
                 continue;
             }
             let mut whole = ExportTraceServiceRequest::default();
@@ -499,7 +509,7 @@ impl Store {
         let mut erased = 0;
         let now = now_ms();
         for (trace, item) in self.traces_naming(workspace_id, call_id).await? {
-            if self.join(workspace_id, &trace, &item).await?.as_deref() != Some(call_id) {
+            if self.join(workspace_id, &trace, &item, true).await?.as_deref() != Some(call_id) {
                 continue;
             }
             self.erase_trace(workspace_id, &trace, now, false).await?;
@@ -551,52 +561,100 @@ impl Store {
         // The parts read are gone: the item keeps the tombstone, and only what was added
         // after the erase (a batch received since: `at < received`). Exactly what was read is
         // removed, so such a part stays; what is left came after the erase (`first_ms`).
+        if kept.is_empty() && self.forget_trace(workspace_id, trace, at, &old).await? {
+            return Ok(true);
+        }
+        // Parts received after `at` are there (read now, or added since the tombstone): they
+        // keep the trace's keys and the entries that find them.
+        let Some(now) = self.trace_item(workspace_id, trace).await? else { return Ok(true) };
+        if get_u64(&now, "erased") != Some(at) {
+            return Ok(true); // another erase came after this one: what it read, it removes
+        }
+        let kept: Vec<String> = parts(&now).into_iter().filter(|p| received_of(p) > at).collect();
+        let first = kept.iter().map(|p| received_of(p)).min().unwrap_or(at + 1);
         let mut update = self
             .update_trace(workspace_id, trace)
             .condition_expression("erased = :at")
-            .expression_attribute_values(":at", n(at));
-        let mut deletes = Vec::new();
-        let mut expression;
-        if kept.is_empty() {
-            // Nothing of the erased call is left to name it: not its keys' entries either.
-            for value in ranked(&old) {
-                self.delete_entry(key_pk(workspace_id, &value), trace.to_owned()).await?;
-            }
-            for name in std::iter::once("parts".to_owned()).chain((0..RANKS).map(|r| format!("k{r}"))) {
-                if let Some(AttributeValue::Ss(values)) =
-                    old.get(&name).filter(|v| matches!(v, AttributeValue::Ss(x) if !x.is_empty()))
-                {
-                    deletes.push(format!("{name} :old_{name}"));
-                    let values = AttributeValue::Ss(values.clone());
-                    update = update.expression_attribute_values(format!(":old_{name}"), values);
-                }
-            }
-            let minus = n(format!("-{}", get_u64(&old, "spans").unwrap_or(0)));
-            update =
-                update.expression_attribute_values(":first", n(at + 1)).expression_attribute_values(":minus", minus);
-            expression = "SET first_ms = :first ADD spans :minus".to_owned();
-        } else {
-            // The spans of the parts kept are not known apart: the count stays (the cap
-            // errs on the side of refusing).
-            let first = kept.iter().map(|p| received_of(p)).min().unwrap_or(at + 1);
-            if !gone.is_empty() {
-                deletes.push("parts :gone".to_owned());
-                update = update.expression_attribute_values(":gone", AttributeValue::Ss(gone.clone()));
-            }
-            update = update.expression_attribute_values(":first", n(first));
-            expression = "SET first_ms = :first REMOVE expires_at".to_owned();
-            self.put_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
-            self.put_entry(day_pk(first / DAY_MS), format!("{workspace_id}#{trace}")).await?;
+            .expression_attribute_values(":at", n(at))
+            .expression_attribute_values(":first", n(first));
+        // The spans of the parts kept are not known apart: the count stays (the cap errs on
+        // the side of refusing).
+        let mut expression = "SET first_ms = :first REMOVE expires_at".to_owned();
+        if !gone.is_empty() {
+            expression += " DELETE parts :gone";
+            update = update.expression_attribute_values(":gone", AttributeValue::Ss(gone.clone()));
         }
+        match update.update_expression(expression).send().await {
+            Ok(_) => {}
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                return Ok(true)
+            }
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        }
+        for value in ranked(&now) {
+            self.put_entry(key_pk(workspace_id, &value), trace.to_owned()).await?;
+        }
+        self.put_entry(open_pk(workspace_id), format!("{first:016}#{trace}")).await?;
+        self.put_entry(day_pk(first / DAY_MS), format!("{workspace_id}#{trace}")).await?;
+        Ok(true)
+    }
+
+    /// The end of an erase that removed every part it read (`old`): the item keeps only the
+    /// tombstone, and no entry names the erased call's keys. One transaction, on condition
+    /// that no part was added since the tombstone (its count is the count read): a part
+    /// added before it keeps the keys and entries (answers `false`: the caller keeps them),
+    /// and one added after it finds no keys and writes its own entries.
+    async fn forget_trace(&self, workspace_id: u64, trace: &str, at: u64, old: &Item) -> Result<bool, StoreError> {
+        let count = parts(old).len();
+        let mut values = HashMap::from([
+            (":at".to_owned(), n(at)),
+            (":first".to_owned(), n(at + 1)),
+            (":minus".to_owned(), n(format!("-{}", get_u64(old, "spans").unwrap_or(0)))),
+        ]);
+        let mut condition = "erased = :at".to_owned();
+        if count > 0 {
+            condition += " AND size(parts) = :count";
+            values.insert(":count".to_owned(), n(count));
+        } else {
+            condition += " AND attribute_not_exists(parts)";
+        }
+        let mut deletes = Vec::new();
+        for name in std::iter::once("parts".to_owned()).chain((0..RANKS).map(|r| format!("k{r}"))) {
+            if let Some(AttributeValue::Ss(set)) =
+                old.get(&name).filter(|v| matches!(v, AttributeValue::Ss(x) if !x.is_empty()))
+            {
+                deletes.push(format!("{name} :old_{name}"));
+                values.insert(format!(":old_{name}"), AttributeValue::Ss(set.clone()));
+            }
+        }
+        let mut expression = "SET first_ms = :first ADD spans :minus".to_owned();
         if !deletes.is_empty() {
             expression += &format!(" DELETE {}", deletes.join(", "));
         }
-        match update.update_expression(expression).send().await {
-            Ok(_) => Ok(true),
-            // Another erase came after this one: what it read, it removes.
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(true),
-            Err(e) => Err(StoreError::from_sdk(e)),
+        let update = Update::builder()
+            .table_name(self.table())
+            .key("pk", s(trace_pk(workspace_id, trace)))
+            .key("sk", s(TRACE_SK))
+            .update_expression(expression)
+            .condition_expression(condition)
+            .set_expression_attribute_values(Some(values))
+            .build()?;
+        let mut items = vec![TransactWriteItem::builder().update(update).build()];
+        for value in ranked(old) {
+            let delete = Delete::builder()
+                .table_name(self.table())
+                .key("pk", s(key_pk(workspace_id, &value)))
+                .key("sk", s(trace));
+            items.push(TransactWriteItem::builder().delete(delete.build()?).build());
         }
+        for _ in 0..3 {
+            match self.transact(items.clone()).await? {
+                Transaction::Committed => return Ok(true),
+                Transaction::ConditionFailed => return Ok(false),
+                Transaction::Conflict => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
+        Err(StoreError::Unavailable("a trace's erase met other writes".into()))
     }
 
     /// Removes the traces first received on days wholly before `now - UNJOINED_KEPT_MS` that
@@ -624,7 +682,7 @@ impl Store {
                     // Erased since (by its call's erase): nothing left to remove.
                     let erased = item.contains_key("erased") && !item.contains_key("parts");
                     if erased {
-                    } else if self.join(workspace_id, trace, &item).await?.is_some() {
+                    } else if self.join(workspace_id, trace, &item, true).await?.is_some() {
                         kept += 1;
                     } else {
                         match self.erase_trace(workspace_id, trace, now_ms, true).await? {
@@ -647,7 +705,7 @@ impl Store {
         for open in self.entries(open_pk(workspace_id)).await? {
             let Some((first, trace)) = get_s(&open, "sk").and_then(|k| k.split_once('#')) else { continue };
             let Some(item) = self.trace_item(workspace_id, trace).await? else { continue };
-            if self.join(workspace_id, trace, &item).await?.is_some() {
+            if self.join(workspace_id, trace, &item, false).await?.is_some() {
                 continue;
             }
             list.push(Unjoined {

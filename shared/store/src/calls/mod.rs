@@ -41,7 +41,8 @@ use aws_sdk_dynamodb::Client;
 
 use call_ingest_core::call::CallDocument;
 use create::Creation;
-use error::{transaction_outcome, Transaction};
+use error::transaction_outcome;
+pub(crate) use error::Transaction;
 use ids::IdBlocks;
 use item::is_erasing;
 use item::{erased_at, get_u64, is_tombstone, names_erased, s, Item, HEAD};
@@ -740,7 +741,7 @@ impl Store {
     }
 
     /// Runs a transaction.
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Transaction, StoreError> {
+    pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Transaction, StoreError> {
         match self.client.transact_write_items().set_transact_items(Some(items)).send().await {
             Ok(_) => Ok(Transaction::Committed),
             Err(e) => transaction_outcome(e),
