@@ -66,6 +66,21 @@ pub struct Turn {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
     pub interrupted: bool,
+    /// The turn's service and tool spans in start order, each from the turn's start: its
+    /// waterfall (STT → LLM → tools → TTS, as they ran).
+    pub steps: Vec<Step>,
+}
+
+/// One bar of a turn's waterfall.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Step {
+    /// `stt`, `llm`, `tool` or `tts`.
+    pub kind: &'static str,
+    /// The span's name (a tool's: its function's name, when the span says it).
+    pub name: String,
+    /// From the turn's start, ms.
+    pub offset_ms: f64,
+    pub duration_ms: f64,
 }
 
 /// What a span does in a turn.
@@ -226,6 +241,17 @@ fn turns(spans: &[SpanView], offset: &dyn Fn(f64) -> Option<f64>) -> Vec<Turn> {
             Kind::Tts => seconds_ms(a, "lk.response.ttfb"),
             _ => None,
         });
+        let step = match k {
+            Kind::Stt => "stt",
+            Kind::Llm => "llm",
+            Kind::Tts => "tts",
+            Kind::Tool => "tool",
+            _ => continue,
+        };
+        let named = ["tool.function_name", "lk.function_tool.name", "gen_ai.tool.name"].iter().find_map(|k| a.get(*k));
+        let name = named.and_then(Value::as_str).unwrap_or(&s.name).to_owned();
+        let from = ((s.start_unix_ms - turn.start_unix_ms) * 1_000.0).round() / 1_000.0;
+        turn.steps.push(Step { kind: step, name, offset_ms: from, duration_ms: s.duration_ms });
         let service = match k {
             Kind::Stt => &mut turn.stt,
             Kind::Llm => &mut turn.llm,
@@ -258,7 +284,12 @@ fn turns(spans: &[SpanView], offset: &dyn Fn(f64) -> Option<f64>) -> Vec<Turn> {
         if let (Some(turn), Some(delay)) =
             (next.and_then(|id| table.get_mut(*id)), seconds_ms(&s.attributes, "lk.transcription_delay"))
         {
-            turn.stt.get_or_insert(Service { ttfb_ms: Some(delay), duration_ms: delay });
+            if turn.stt.is_none() {
+                turn.stt = Some(Service { ttfb_ms: Some(delay), duration_ms: delay });
+                // Its bar ends where the user's turn was detected over, before the agent's.
+                let from = ((s.end_unix_ms - delay - turn.start_unix_ms) * 1_000.0).round() / 1_000.0;
+                turn.steps.insert(0, Step { kind: "stt", name: s.name.clone(), offset_ms: from, duration_ms: delay });
+            }
         }
     }
     let mut out: Vec<Turn> = order.into_iter().filter_map(|id| table.remove(id)).collect();
@@ -350,6 +381,12 @@ mod tests {
             input_tokens: None,
             output_tokens: None,
             interrupted: false,
+            steps: vec![
+                Step { kind: "stt", name: "eou_detection".into(), offset_ms: -120.0, duration_ms: 120.0 },
+                Step { kind: "llm", name: "llm_node".into(), offset_ms: 300.0, duration_ms: 800.0 },
+                Step { kind: "tool", name: "lookup".into(), offset_ms: 500.0, duration_ms: 200.0 },
+                Step { kind: "tts", name: "tts_node".into(), offset_ms: 1_100.0, duration_ms: 1_900.0 },
+            ],
         };
         assert_eq!(turns, [turn]);
     }

@@ -134,10 +134,15 @@ fn expected_turns() -> Value {
          "user_to_agent_latency_ms": 850.0,
          "stt": {"ttfb_ms": 120.0, "duration_ms": 300.0}, "llm": {"ttfb_ms": 350.0, "duration_ms": 800.0},
          "tts": {"ttfb_ms": 200.0, "duration_ms": 1900.0}, "tools_ms": 200.0, "tool_calls": 1,
-         "input_tokens": 120, "output_tokens": 30, "interrupted": false},
+         "input_tokens": 120, "output_tokens": 30, "interrupted": false,
+         "steps": [{"kind": "stt", "name": "stt", "offset_ms": 0.0, "duration_ms": 300.0},
+                   {"kind": "llm", "name": "llm", "offset_ms": 300.0, "duration_ms": 800.0},
+                   {"kind": "tool", "name": "lookup_order", "offset_ms": 500.0, "duration_ms": 200.0},
+                   {"kind": "tts", "name": "tts", "offset_ms": 1100.0, "duration_ms": 1900.0}]},
         {"turn": 2, "start_unix_ms": (T0 + 5_000) as f64, "offset_ms": 5000.0, "duration_ms": 2000.0,
          "user_to_agent_latency_ms": 1100.0, "llm": {"ttfb_ms": 400.0, "duration_ms": 700.0},
-         "tools_ms": 0.0, "tool_calls": 0, "interrupted": true}
+         "tools_ms": 0.0, "tool_calls": 0, "interrupted": true,
+         "steps": [{"kind": "llm", "name": "llm", "offset_ms": 200.0, "duration_ms": 700.0}]}
     ])
 }
 
