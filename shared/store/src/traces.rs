@@ -14,7 +14,7 @@
 //!
 //! **In the Calls table**:
 //! - `TRACE#{workspace}#{trace}` / `T`: the trace: its parts (`parts`, a string set), span
-//!   count (`spans`), first receipt (`first_ms`), candidate keys by rank (`k0`…`k9`, string
+//!   count (`spans`), how many parts were ever added (`version`), first receipt (`first_ms`), candidate keys by rank (`k0`…`k9`, string
 //!   sets: [`call_ingest_traces::join`]), the call it joined (`call`, a provider call id), and
 //!   after an erase the erase's time (`erased`): a batch received before it adds nothing.
 //! - `TKEY#{workspace}#{value}` / `{trace}`: a trace one of whose candidate keys is `value`,
@@ -282,9 +282,12 @@ impl Store {
             .expression_attribute_values(":parts", AttributeValue::Ss(vec![part.to_owned()]))
             .expression_attribute_values(":spans", n(spans))
             .expression_attribute_values(":first", n(received))
+            .expression_attribute_values(":one", n(1))
             .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        let mut adds = vec!["parts :parts".to_owned(), "spans :spans".to_owned()];
+        // `version` counts the parts ever added: an erase's end is conditioned on it, so that
+        // neither a part added meanwhile nor a late copy of that end loses a part's keys.
+        let mut adds = vec!["parts :parts".to_owned(), "spans :spans".to_owned(), "version :one".to_owned()];
         // Refused: a batch received before the trace's erase, a part known, a full trace.
         let mut conditions = vec![
             "(attribute_not_exists(erased) OR erased < :received)".to_owned(),
@@ -410,9 +413,12 @@ impl Store {
         let joined = self
             .update_trace(workspace_id, trace)
             .update_expression("SET #call = :call")
-            .condition_expression("attribute_exists(pk) AND attribute_not_exists(#call)")
+            // Not over an erase since its parts were read (a late copy of this request, or
+            // an erase that raced it): the erased parts never join.
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(#call) AND (attribute_not_exists(erased) OR erased < :first)")
             .expression_attribute_names("#call", "call")
             .expression_attribute_values(":call", s(&call))
+            .expression_attribute_values(":first", n(first))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -601,22 +607,21 @@ impl Store {
 
     /// The end of an erase that removed every part it read (`old`): the item keeps only the
     /// tombstone, and no entry names the erased call's keys. One transaction, on condition
-    /// that no part was added since the tombstone (its count is the count read): a part
-    /// added before it keeps the keys and entries (answers `false`: the caller keeps them),
-    /// and one added after it finds no keys and writes its own entries.
+    /// that no part was added since the tombstone (`version`): a part added before it keeps
+    /// the keys and entries (answers `false`: the caller keeps them), and one added after it
+    /// finds no keys and writes its own entries.
     async fn forget_trace(&self, workspace_id: u64, trace: &str, at: u64, old: &Item) -> Result<bool, StoreError> {
-        let count = parts(old).len();
-        let mut values = HashMap::from([
-            (":at".to_owned(), n(at)),
-            (":first".to_owned(), n(at + 1)),
-            (":minus".to_owned(), n(format!("-{}", get_u64(old, "spans").unwrap_or(0)))),
-        ]);
+        let mut values =
+            HashMap::from([(":at".to_owned(), n(at)), (":first".to_owned(), n(at + 1)), (":zero".to_owned(), n(0))]);
+        // No part added since `old` was read (`version` counts them), not even by a late
+        // copy of this request after one was (a count of parts could match again).
         let mut condition = "erased = :at".to_owned();
-        if count > 0 {
-            condition += " AND size(parts) = :count";
-            values.insert(":count".to_owned(), n(count));
-        } else {
-            condition += " AND attribute_not_exists(parts)";
+        match get_u64(old, "version") {
+            Some(version) => {
+                condition += " AND version = :version";
+                values.insert(":version".to_owned(), n(version));
+            }
+            None => condition += " AND attribute_not_exists(version) AND attribute_not_exists(parts)",
         }
         let mut deletes = Vec::new();
         for name in std::iter::once("parts".to_owned()).chain((0..RANKS).map(|r| format!("k{r}"))) {
@@ -627,7 +632,7 @@ impl Store {
                 values.insert(format!(":old_{name}"), AttributeValue::Ss(set.clone()));
             }
         }
-        let mut expression = "SET first_ms = :first ADD spans :minus".to_owned();
+        let mut expression = "SET first_ms = :first, spans = :zero".to_owned();
         if !deletes.is_empty() {
             expression += &format!(" DELETE {}", deletes.join(", "));
         }
