@@ -480,3 +480,101 @@ def test_the_largest_call_stays_usable(tab, viewer):
                      f"Math.max(...[...document.querySelectorAll('.timeline [data-item]')].map(e => +e.dataset.item)) > {items // 2}")
     assert page.locator(".timeline [data-item]").count() < 400
     assert tab.errors == []
+
+
+# ----------------------------------------------------------------------------- traces (issue 31)
+
+def traced_call(recording):
+    """A call whose turns have text with case and punctuation and their word timings, and
+    the pipecat spans of its two agent turns (OTLP JSON), offsets from the call's start."""
+    start_ms = 1_763_700_000_000
+    words = lambda text, at: [{"word": w.strip(",.!?").lower(), "start_ms": at + 300 * i, "end_ms": at + 300 * i + 250}
+                              for i, w in enumerate(text.split())]
+    said = [("user", "Hi, I'd like my ORDER status!", 0), ("agent", "Sure. It's on its way, Dana.", 2_400),
+            ("user", "Great, thanks!", 6_000), ("agent", "You're welcome; goodbye!", 8_200)]
+    segments = [{"role": r, "text": t, "start_ms": at, "end_ms": at + 300 * len(t.split()), "words": words(t, at)}
+                for r, t, at in said]
+    body = {"call_id": "viewer-traced", "call_type": "phone_call", "start_timestamp": start_ms,
+            "end_timestamp": start_ms + 12_000, "recording_url": f"{recording}/traced.wav",
+            "transcript_with_tool_calls": segments}
+
+    def span(sid, parent, name, at, took, **attributes):
+        values = [{"key": k.replace("__", "."), "value": {"doubleValue": v} if isinstance(v, float) else {"stringValue": v}}
+                  for k, v in attributes.items()]
+        values.append({"key": "conversation.id", "value": {"stringValue": "viewer-traced"}})
+        s = {"traceId": "cd" * 16, "spanId": f"{sid:016x}", "name": name, "kind": 1,
+             "startTimeUnixNano": str((start_ms + at) * 1_000_000), "endTimeUnixNano": str((start_ms + at + took) * 1_000_000),
+             "attributes": values}
+        if parent:
+            s["parentSpanId"] = f"{parent:016x}"
+        return s
+
+    spans = [span(1, None, "conversation", 0, 12_000),
+             span(2, 1, "turn", 1_500, 3_000, turn__user_bot_latency_seconds=0.9),
+             span(3, 2, "stt", 1_500, 300, gen_ai__operation__name="stt", metrics__ttfb=0.12),
+             span(4, 2, "llm", 1_800, 500, gen_ai__operation__name="chat", metrics__ttfb=0.35),
+             span(5, 2, "llm_tool_call", 1_900, 200, tool__function_name="lookup_order"),
+             span(6, 2, "tts", 2_300, 1_800, gen_ai__operation__name="tts", metrics__ttfb=0.2),
+             span(7, 1, "turn", 7_500, 2_500, turn__user_bot_latency_seconds=0.6),
+             span(8, 7, "stt", 7_500, 200, gen_ai__operation__name="stt", metrics__ttfb=0.1),
+             span(9, 7, "llm", 7_700, 300, gen_ai__operation__name="chat", metrics__ttfb=0.25),
+             span(10, 7, "tts", 8_000, 1_500, gen_ai__operation__name="tts", metrics__ttfb=0.18)]
+    export = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "pipecat"}, "spans": spans}]}]}
+    return body, export
+
+
+def test_a_traced_call_shows_each_turns_waterfall_the_latency_breakdown_and_its_text_as_sent(tab, viewer, recording):
+    body, export = traced_call(recording)
+    id = viewer.post(body)
+    conn = http.client.HTTPConnection("127.0.0.1", viewer.stack.port, timeout=30)
+    conn.request("POST", "/otel/v1/traces", json.dumps(export).encode(),
+                 {"Authorization": f"Bearer {viewer.sender}", "Content-Type": "application/json"})
+    assert conn.getresponse().status == 200
+    conn.close()
+    deadline = time.time() + 30
+    while True:  # commit-pending indexes the batch (the queue)
+        conn = http.client.HTTPConnection("127.0.0.1", viewer.stack.port, timeout=30)
+        conn.request("GET", f"/api/v1/public/call/{id}/trace?workspace_id={viewer.ws}", headers={"Authorization": f"Bearer {viewer.reader}"})
+        table = json.loads(conn.getresponse().read())
+        conn.close()
+        if len(table.get("turns", [])) == 2:
+            break
+        assert time.time() < deadline, table
+        time.sleep(0.3)
+
+    page = tab.sign_in(viewer.reader, f"/app/calls/{id}?workspace={viewer.ws}")
+    page.wait_for_selector(".waterfall")
+    # Each agent turn shows its trace turn's waterfall: a bar per step, in order, to one
+    # scale (a bar's width is its duration, in every turn).
+    falls = page.locator(".turn.agent .waterfall")
+    assert falls.count() == 2
+    bars = [falls.nth(i).locator("rect.step").evaluate_all(
+        "rs => rs.map(r => [r.dataset.kind, Number(r.dataset.duration), r.getBBox().width, r.getBBox().x])") for i in range(2)]
+    assert [b[0] for b in bars[0]] == ["stt", "llm", "tool", "tts"] and [b[0] for b in bars[1]] == ["stt", "llm", "tts"]
+    per_ms = [width / ms for b in bars for _, ms, width, _ in b]
+    assert max(per_ms) - min(per_ms) < 0.01 * max(per_ms), per_ms
+    assert [x for *_, x in bars[0]] == sorted(x for *_, x in bars[0]), "from the turn's start, as they ran"
+    # The breakdown: a stacked bar per turn, labelled axes, the caller's wait and its percentiles.
+    chart = page.locator(".latency-breakdown")
+    assert chart.locator(".turn-bar").count() == 2
+    labels = chart.locator(".axis-label").all_inner_texts()
+    assert labels == ["latency (ms)", "turn"], labels
+    stacked = chart.locator(".turn-bar").first.locator("rect").evaluate_all("rs => rs.map(r => [r.dataset.kind, Number(r.dataset.ms)])")
+    assert stacked == [["stt", 120], ["llm", 350], ["tool", 200], ["tts", 200]], stacked
+    assert page.inner_text("#wait-p50") == "p50 600 ms" and page.inner_text("#wait-p95") == "p95 900 ms"
+    # The text as sent, its words highlighted as the audio plays.
+    first = page.locator(".turn.user .words").first
+    assert first.inner_text() == "Hi, I'd like my ORDER status!"
+    order = first.locator(".w", has_text="ORDER")
+    order.click()
+    wait_until(page, "Math.abs(document.querySelector('audio').currentTime - 1.2) < 0.05")
+    page.evaluate("document.querySelector('audio').play()")
+    wait_until(page, "document.querySelector('audio').currentTime > 1.6")
+    page.evaluate("document.querySelector('audio').pause()")
+    now = page.inner_text(".w.now")
+    at = page.evaluate("document.querySelector('audio').currentTime") * 1000
+    spoken = [(w["start_ms"], t) for s in body["transcript_with_tool_calls"] for w, t in zip(s["words"], s["text"].split())]
+    assert now == max((s, t) for s, t in spoken if s <= at)[1], (now, at)
+    page.locator(".latency-breakdown").scroll_into_view_if_needed()
+    screenshot(page, "trace.png")
+    assert tab.errors == []

@@ -5,7 +5,8 @@ import { test } from "node:test";
 
 import { diff } from "../app/js/diff.js";
 import { percentile } from "../app/js/latency.js";
-import { itemsOf, wordAt } from "../app/js/timeline.js";
+import { aligned, itemsOf, wordAt } from "../app/js/timeline.js";
+import { attach, shares, span } from "../app/js/waterfall.js";
 
 test("the diff names every added, removed and changed leaf by its JSON pointer", () => {
   const before = { call: { sentiment: "positive", tags: ["a", "b"], "a/b~c": 1, gone: { x: null }, kind: [1] } };
@@ -74,4 +75,36 @@ test("percentiles are nearest-rank", () => {
   assert.equal(percentile(values, 50), 10);
   assert.equal(percentile(values, 95), 19);
   assert.equal(percentile([], 50), null);
+});
+
+test("a turn's text keeps its case and punctuation, each timed word on the token it is", () => {
+  const words = ["hi", "i'd", "like", "my", "order", "status"].map((text) => ({ text }));
+  const pieces = aligned("Hi, I'd like my ORDER  status!", words);
+  assert.deepEqual(pieces, [
+    { text: "Hi,", word: 0 }, { text: " ", word: null }, { text: "I'd", word: 1 }, { text: " ", word: null },
+    { text: "like", word: 2 }, { text: " ", word: null }, { text: "my", word: 3 }, { text: " ", word: null },
+    { text: "ORDER", word: 4 }, { text: "  ", word: null }, { text: "status!", word: 5 },
+  ]);
+  assert.equal(pieces?.map((p) => p.text).join(""), "Hi, I'd like my ORDER  status!", "the text as sent");
+  // A word the text spells otherwise is skipped; the rest still find their tokens.
+  const some = aligned("It costs 20 dollars today", ["it", "costs", "twenty", "dollars", "today"].map((text) => ({ text })));
+  assert.deepEqual(some?.filter((p) => p.word !== null).map((p) => [p.text, p.word]), [["It", 0], ["costs", 1], ["dollars", 3], ["today", 4]]);
+  // Words that are not the text's: shown as words.
+  assert.equal(aligned("Something else entirely", ["a", "b", "c"].map((text) => ({ text }))), null);
+  assert.equal(aligned("", [{ text: "a" }]), null);
+  // Linear: a long turn of words none of which match is done at once.
+  const many = Array.from({ length: 50_000 }, () => ({ text: "zz" }));
+  assert.equal(aligned("a ".repeat(50_000), many), null);
+});
+
+test("trace turns belong to the agent turn they contain, and every waterfall has one scale", () => {
+  const items = [{ kind: "turn", role: "user", start: 0 }, { kind: "turn", role: "agent", start: 1_800 },
+    { kind: "tool", start: 2_000 }, { kind: "turn", role: "user", start: 4_000 }, { kind: "turn", role: "agent", start: 6_100 }];
+  const turn = (/** @type {number} */ n, /** @type {number} */ at) => ({ turn: n, offset_ms: at, duration_ms: 3_000, tools_ms: 0, tool_calls: 0,
+    interrupted: false, steps: [{ kind: "stt", name: "stt", offset_ms: -120, duration_ms: 120 }, { kind: "tts", name: "tts", offset_ms: 900, duration_ms: 1_900 }] });
+  const map = attach(items, [turn(2, 5_000), turn(1, 1_000), { ...turn(3, 0), offset_ms: undefined }]);
+  assert.deepEqual([...map].map(([i, t]) => [i, t.turn]), [[1, 1], [4, 2]]);
+  assert.deepEqual(span([turn(1, 0), turn(2, 0)]), [-120, 2_800]);
+  assert.deepEqual(shares({ ...turn(1, 0), stt: { ttfb_ms: 120, duration_ms: 300 }, llm: { duration_ms: 800 }, tools_ms: 200 }),
+    [["stt", 120], ["llm", 800], ["tool", 200], ["tts", 0]]);
 });

@@ -410,6 +410,9 @@ impl Store {
         }
         let first = earliest(&item);
         let Some(call) = named else { return Ok(None) };
+        // The call's own key finds the trace before it is joined: an erase of the call that
+        // begins now finds it there (whatever became of the entry its part wrote).
+        self.put_entry(key_pk(workspace_id, &call), trace.to_owned()).await?;
         let joined = self
             .update_trace(workspace_id, trace)
             .update_expression("SET #call = :call")
@@ -438,6 +441,15 @@ impl Store {
         // Its unjoined entry is named by `first_ms`, as add_part wrote it.
         let listed = get_u64(&item, "first_ms").unwrap_or(first);
         self.delete_entry(open_pk(workspace_id), format!("{listed:016}#{trace}")).await?;
+        // An erase of the call that ended between the head's read and the join did not see
+        // it: its spans go now, at that erase's time.
+        if tidy {
+            let head = self.read_item(call_pk(workspace_id, &call), HEAD).await?;
+            if let Some(head) = head.filter(|h| is_tombstone(h) && erased_at(h) >= first) {
+                self.erase_trace(workspace_id, trace, erased_at(&head), false).await?;
+                return Ok(None);
+            }
+        }
         Ok(Some(call))
     }
 
@@ -511,14 +523,23 @@ impl Store {
     /// Erases the traces joined to call `call_id` (joining first those its keys name, while
     /// it exists): their parts, then their items but a tombstone (`erased`), so that a batch
     /// received before now adds nothing to them. Answers how many traces were erased.
-    pub async fn erase_traces(&self, workspace_id: u64, call_id: &str) -> Result<usize, StoreError> {
+    ///
+    /// `id`: the call being erased. Once it is gone (the pass after its own erase) the
+    /// boundary is its erase's (`erased_at`, which a call sent again carries), not now: spans
+    /// received since belong to whatever comes next under the call id.
+    pub async fn erase_traces(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<usize, StoreError> {
         let mut erased = 0;
-        let now = now_ms();
+        let head = self.read_item(call_pk(workspace_id, call_id), HEAD).await?;
+        let ours = head.as_ref().is_some_and(|h| get_u64(h, "id") == Some(id));
+        let at = match head {
+            Some(head) if !ours && erased_at(&head) > 0 => erased_at(&head),
+            _ => now_ms(),
+        };
         for (trace, item) in self.traces_naming(workspace_id, call_id).await? {
             if self.join(workspace_id, &trace, &item, true).await?.as_deref() != Some(call_id) {
                 continue;
             }
-            self.erase_trace(workspace_id, &trace, now, false).await?;
+            self.erase_trace(workspace_id, &trace, at, false).await?;
             erased += 1;
         }
         Ok(erased)
@@ -548,14 +569,28 @@ impl Store {
             .expression_attribute_values(":at", n(at))
             .expression_attribute_values(":expires", n(at / 1000 + TOMBSTONE_KEPT_SECS))
             .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        let old = match out {
-            Ok(out) => out.attributes.unwrap_or_default(),
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                return Ok(false)
+        let (old, at) = match out {
+            Ok(out) => (out.attributes.unwrap_or_default(), at),
+            Err(e) => {
+                let found = match e.as_service_error() {
+                    Some(
+                        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c),
+                    ) => c.item.clone().unwrap_or_default(),
+                    _ => return Err(StoreError::from_sdk(e)),
+                };
+                // An erase at or after `at` is there. Done, unless it was cut short (its
+                // reply lost, its function stopped): parts it covers are still listed,
+                // and it is finished here, at its own time.
+                let later = get_u64(&found, "erased").unwrap_or(0);
+                let unfinished = parts(&found).iter().any(|p| received_of(p) <= later);
+                if later < at || !unfinished || (unjoined && found.contains_key("call")) {
+                    return Ok(false);
+                }
+                (found, later)
             }
-            Err(e) => return Err(StoreError::from_sdk(e)),
         };
         let (gone, kept): (Vec<String>, Vec<String>) = parts(&old).into_iter().partition(|p| received_of(p) <= at);
         for part in &gone {
@@ -611,8 +646,7 @@ impl Store {
     /// the keys and entries (answers `false`: the caller keeps them), and one added after it
     /// finds no keys and writes its own entries.
     async fn forget_trace(&self, workspace_id: u64, trace: &str, at: u64, old: &Item) -> Result<bool, StoreError> {
-        let mut values =
-            HashMap::from([(":at".to_owned(), n(at)), (":first".to_owned(), n(at + 1)), (":zero".to_owned(), n(0))]);
+        let mut values = HashMap::from([(":at".to_owned(), n(at)), (":zero".to_owned(), n(0))]);
         // No part added since `old` was read (`version` counts them), not even by a late
         // copy of this request after one was (a count of parts could match again).
         let mut condition = "erased = :at".to_owned();
@@ -632,7 +666,9 @@ impl Store {
                 values.insert(format!(":old_{name}"), AttributeValue::Ss(set.clone()));
             }
         }
-        let mut expression = "SET first_ms = :first, spans = :zero".to_owned();
+        // No first receipt either: a trace id used again counts from its new spans (its
+        // retention, its place among the unjoined).
+        let mut expression = "SET spans = :zero REMOVE first_ms".to_owned();
         if !deletes.is_empty() {
             expression += &format!(" DELETE {}", deletes.join(", "));
         }

@@ -166,6 +166,15 @@ export async function getCall(token, workspace, id, revision) {
  * @param {number} workspace
  * @param {number} id
  */
+export async function callTrace(token, workspace, id) {
+  return jsonOf(token, `${BASE}/call/${id}/trace?${query({ workspace_id: workspace })}`);
+}
+
+/**
+ * @param {string} token
+ * @param {number} workspace
+ * @param {number} id
+ */
 export function revisions(token, workspace, id) {
   return jsonOf(token, `${BASE}/call/${id}/revisions?${query({ workspace_id: workspace })}`);
 }

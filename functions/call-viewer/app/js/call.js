@@ -9,6 +9,7 @@ import { diff } from "./diff.js";
 import { cost, duration, when } from "./format.js";
 import { chart } from "./latency.js";
 import { itemsOf, timeline, wordAt } from "./timeline.js";
+import { attach, breakdown, span } from "./waterfall.js";
 
 /** Changes shown for a revision; the rest are counted. */
 const MAX_CHANGES = 500;
@@ -22,6 +23,9 @@ export async function showCall(root, context, id) {
   const back = appLink(`/app/calls?workspace=${context.workspace}`, { class: "back" }, "← Calls");
   root.replaceChildren(back, notice("Loading the call…", "info"));
   let call;
+  // The call's traces, read alongside: a call without any (or a reader that cannot) shows
+  // its page without them.
+  const traced = api.callTrace(context.token, context.workspace, id).catch(() => null);
   try {
     call = await api.getCall(context.token, context.workspace, id);
   } catch (e) {
@@ -33,6 +37,12 @@ export async function showCall(root, context, id) {
   const body = doc.call ?? {};
   const summary = doc.summary ?? {};
   const { items, wordStarts } = itemsOf(body.transcript_with_tool_calls);
+  /** @type {import("./waterfall.js").TraceTurn[]} */
+  const traceTurns = (await traced)?.turns ?? [];
+  const over = span(traceTurns);
+  for (const [index, turn] of attach(items, traceTurns)) {
+    Object.assign(items[index], { trace: turn, over });
+  }
 
   const recordingUrl = body.recording_multi_channel_url ?? body.recording_url;
   const player = audio(recordingUrl) ?? audio(body.recording_url);
@@ -84,6 +94,7 @@ export async function showCall(root, context, id) {
     ]),
     player ? h("div", { class: "player" }, player) : notice("No playable recording (only http and https URLs play).", "info"),
     chart(points, length),
+    traceTurns.length ? breakdown(traceTurns) : null,
     h("h2", {}, `Timeline · ${items.length} items`),
     view.element,
     section("Analysis", () => json(body.call_analysis ?? null)),

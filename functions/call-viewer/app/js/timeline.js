@@ -8,6 +8,7 @@
 import { append, content, h, json } from "./dom.js";
 import { offset } from "./format.js";
 import { badges } from "./latency.js";
+import { waterfall } from "./waterfall.js";
 
 /** Roles with a style of their own; any other role (content says it) is styled as `other`. */
 const ROLES = new Set(["user", "agent"]);
@@ -17,7 +18,7 @@ const BLOCK = 40;
 const GUESS_PX = 72;
 
 /**
- * @typedef {{kind: "turn", role: string, text: string, start: number, end: number | null, words: {text: string, start: number, end: number}[], firstWord: number, metadata: any}} Turn
+ * @typedef {{kind: "turn", role: string, text: string, start: number, end: number | null, words: {text: string, start: number, end: number}[], firstWord: number, metadata: any, trace?: import("./waterfall.js").TraceTurn, over?: [number, number]}} Turn
  * @typedef {{kind: "node", from: string, to: string, reason: unknown, start: number}} Node
  * @typedef {{kind: "tool", name: string, requestId: unknown, params: unknown, result: unknown, error: boolean, start: number, end: number | null, hasResult: boolean}} Tool
  * @typedef {Turn | Node | Tool} Item
@@ -104,8 +105,18 @@ function draw(item, index) {
         h("h4", {}, "Parameters"), json(item.params ?? null),
         h("h4", {}, item.error ? "Error" : "Result"), item.hasResult ? json(item.result) : h("p", { class: "muted" }, "none received")));
   }
-  const words = h("p", { class: "words c" }, item.words.length ? null : item.text);
-  item.words.forEach((w, i) => append(words, [h("span", { class: "w", "data-w": item.firstWord + i, "data-t": w.start }, w.text), " "]));
+  const words = h("p", { class: "words c" });
+  const pieces = aligned(item.text, item.words);
+  if (pieces) {
+    // The text as sent (case and punctuation), its words where the timings found them.
+    for (const p of pieces) {
+      append(words, [p.word === null ? p.text : h("span", { class: "w", "data-w": item.firstWord + p.word, "data-t": item.words[p.word].start }, p.text)]);
+    }
+  } else if (item.words.length) {
+    item.words.forEach((w, i) => append(words, [h("span", { class: "w", "data-w": item.firstWord + i, "data-t": w.start }, w.text), " "]));
+  } else {
+    append(words, [item.text]);
+  }
   return h("div", { class: `turn ${ROLES.has(item.role) ? item.role : "other"}`, "data-item": index },
     h("div", { class: "turn-head" },
       h("span", { class: "at", "data-t": item.start, title: "play from here" }, offset(item.start)),
@@ -113,7 +124,58 @@ function draw(item, index) {
       item.end === null ? null : h("span", { class: "muted" }, ` – ${offset(item.end)}`),
       ...badges(item.metadata),
       item.metadata?.interrupted === true ? h("span", { class: "badge fair" }, "interrupted") : null),
-    words);
+    words,
+    item.trace && item.over ? waterfall(item.trace, item.over) : null);
+}
+
+/** Letters and digits of a word, lower-case: what a word and its place in the text share. */
+function bare(/** @type {string} */ word) {
+  return word.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
+}
+
+/** How far ahead in the text a word is looked for (words the text spells otherwise are skipped). */
+const LOOKAHEAD = 4;
+
+/**
+ * The turn's text cut into pieces, each word with timings (its index) on the token of the
+ * text it is, in order; or null when the text has no words or most of them are not found
+ * (then the words are shown as they are). Linear in the text and the words.
+ * @param {string} text
+ * @param {{text: string}[]} words
+ * @returns {{text: string, word: number | null}[] | null}
+ */
+export function aligned(text, words) {
+  if (!text || words.length === 0) return null;
+  const tokens = [...text.matchAll(/\S+/gu)].map((m) => ({ at: /** @type {number} */ (m.index), end: /** @type {number} */ (m.index) + m[0].length, key: bare(m[0]) }));
+  /** @type {(number | null)[]} */
+  const owner = tokens.map(() => null);
+  let next = 0;
+  let found = 0;
+  words.forEach((w, i) => {
+    const key = bare(w.text);
+    if (!key) return;
+    for (let k = next; k < Math.min(tokens.length, next + LOOKAHEAD); k++) {
+      if (tokens[k].key === key) {
+        owner[k] = i;
+        next = k + 1;
+        found++;
+        return;
+      }
+    }
+  });
+  if (found * 2 < words.length) return null;
+  /** @type {{text: string, word: number | null}[]} */
+  const out = [];
+  let at = 0;
+  tokens.forEach((t, k) => {
+    const i = owner[k];
+    if (i === null) return;
+    if (t.at > at) out.push({ text: text.slice(at, t.at), word: null });
+    out.push({ text: text.slice(t.at, t.end), word: i });
+    at = t.end;
+  });
+  if (at < text.length) out.push({ text: text.slice(at), word: null });
+  return out;
 }
 
 /**

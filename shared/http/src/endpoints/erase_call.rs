@@ -45,7 +45,7 @@ pub async fn answer(
             let traces =
                 |_| storage_problem(StoreError::Unavailable("its traces".into()), "the call could not be erased");
             let store = backend.store();
-            Box::pin(store.erase_traces(workspace_id, &call_id)).await.map_err(|e| {
+            Box::pin(store.erase_traces(workspace_id, &call_id, id)).await.map_err(|e| {
                 tracing::warn!(error = %e, "traces not erased");
                 traces(e)
             })?;
@@ -57,7 +57,7 @@ pub async fn answer(
                 Err(StoreError::Unavailable(format!("not finished within {} s", ERASE_BUDGET.as_secs())))
             });
             let items = erased.map_err(|e| storage_problem(e, "the call could not be erased"))?.items;
-            Box::pin(store.erase_traces(workspace_id, &call_id)).await.map_err(|e| {
+            Box::pin(store.erase_traces(workspace_id, &call_id, id)).await.map_err(|e| {
                 tracing::warn!(error = %e, "traces joined during the erase not erased");
                 traces(e)
             })?;
