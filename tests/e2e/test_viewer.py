@@ -557,7 +557,7 @@ def test_a_traced_call_shows_each_turns_waterfall_the_latency_breakdown_and_its_
     # The breakdown: a stacked bar per turn, labelled axes, the caller's wait and its percentiles.
     chart = page.locator(".latency-breakdown")
     assert chart.locator(".turn-bar").count() == 2
-    labels = chart.locator(".axis-label").all_inner_texts()
+    labels = chart.locator(".axis-label").all_text_contents()
     assert labels == ["latency (ms)", "turn"], labels
     stacked = chart.locator(".turn-bar").first.locator("rect").evaluate_all("rs => rs.map(r => [r.dataset.kind, Number(r.dataset.ms)])")
     assert stacked == [["stt", 120], ["llm", 350], ["tool", 200], ["tts", 200]], stacked

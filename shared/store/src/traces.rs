@@ -326,6 +326,12 @@ impl Store {
                 let known = matches!(old.get("parts"), Some(AttributeValue::Ss(p)) if p.iter().any(|x| x == part));
                 if erased || !known {
                     self.frames().erase(&object).await?;
+                    // An erase cut short (this batch's own join, stopped part-way) left
+                    // parts it covers: they go now.
+                    let at = get_u64(&old, "erased").unwrap_or(0);
+                    if erased && parts(&old).iter().any(|p| received_of(p) <= at) {
+                        self.erase_trace(workspace_id, trace, at, false).await?;
+                    }
                     return Ok(Err(if erased { Refused::Erased } else { Refused::Full }));
                 }
                 // Delivered again: what followed its write may not have happened; it is
