@@ -301,7 +301,7 @@ impl Store {
             conditions.push(format!("(attribute_not_exists(k{rank}) OR size(k{rank}) <= :max_keys)"));
             update = update.expression_attribute_values(format!(":k{rank}"), AttributeValue::Ss(values));
         }
-        if adds.len() > 2 {
+        if !by_rank(&found).is_empty() {
             let room = MAX_KEYS_PER_RANK.saturating_sub(by_rank(&found).values().map(Vec::len).max().unwrap_or(0));
             update = update.expression_attribute_values(":max_keys", n(room));
         }

@@ -640,3 +640,23 @@ async fn spans_received_before_their_calls_erase_and_indexed_after_it_are_droppe
     assert_eq!(kept.len(), 1, "nothing of call-gone's spans is left: {kept:?}");
     f.t.delete().await;
 }
+
+#[tokio::test]
+async fn spans_naming_no_call_are_kept_and_join_when_a_later_batch_names_it() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    // An exporter that sends each span on its own (SimpleSpanProcessor): the service spans
+    // name no call; only the conversation's does, in a later batch.
+    let whole = pipecat("call-later");
+    let spans = whole.resource_spans[0].scope_spans[0].spans.clone();
+    let (named, bare): (Vec<_>, Vec<_>) =
+        spans.into_iter().partition(|s| s.attributes.iter().any(|a| a.key == "conversation.id"));
+    for batch in [bare, named] {
+        let mut export = whole.clone();
+        export.resource_spans[0].scope_spans[0].spans = batch;
+        assert_eq!(export_proto(&f, &f.key1, &export).await.0, 200);
+        index(&f).await;
+    }
+    let id = post_call(&f, "call-later").await;
+    assert_eq!(trace_of(&f, id).await.body["spans"].as_array().unwrap().len(), 8, "every span, named or not");
+    f.t.delete().await;
+}
