@@ -345,7 +345,22 @@ impl Store {
         for (_, value) in found.iter().filter(|(_, v)| redelivered || !had.contains(v)) {
             self.put_entry(key_pk(workspace_id, value), trace.to_owned()).await?;
         }
-        if item.contains_key("call") {
+        if let Some(call) = get_s(&item, "call") {
+            // Joined already: a part received before that call's last erase (indexed late,
+            // the erase blind to it: the trace had no entry for it then) is not its own. It
+            // goes now, at that erase's time; the parts after it stay.
+            let head = self.read_item(call_pk(workspace_id, call), HEAD).await?;
+            let erased = head.as_ref().map_or(0, erased_at);
+            if erased > 0 && erased >= earliest(&item) {
+                self.erase_trace(workspace_id, trace, erased, false).await?;
+                if received <= erased {
+                    return Ok(Err(Refused::Erased));
+                }
+                // This part came after the erase: it stays, and joins again.
+                if let Some(left) = self.trace_item(workspace_id, trace).await? {
+                    self.join(workspace_id, trace, &left, true).await?;
+                }
+            }
             return Ok(if redelivered { Err(Refused::Known) } else { Ok(false) });
         }
         // Until it joins, it is listed as open (once, from its first part).
@@ -447,11 +462,11 @@ impl Store {
         // Its unjoined entry is named by `first_ms`, as add_part wrote it.
         let listed = get_u64(&item, "first_ms").unwrap_or(first);
         self.delete_entry(open_pk(workspace_id), format!("{listed:016}#{trace}")).await?;
-        // An erase of the call that ended between the head's read and the join did not see
-        // it: its spans go now, at that erase's time.
+        // An erase of the call that ended between the head's read and the join (the call
+        // perhaps sent again since) did not see it: its spans go now, at that erase's time.
         if tidy {
             let head = self.read_item(call_pk(workspace_id, &call), HEAD).await?;
-            if let Some(head) = head.filter(|h| is_tombstone(h) && erased_at(h) >= first) {
+            if let Some(head) = head.filter(|h| erased_at(h) >= first) {
                 self.erase_trace(workspace_id, trace, erased_at(&head), false).await?;
                 return Ok(None);
             }

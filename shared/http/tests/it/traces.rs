@@ -660,3 +660,41 @@ async fn spans_naming_no_call_are_kept_and_join_when_a_later_batch_names_it() {
     assert_eq!(trace_of(&f, id).await.body["spans"].as_array().unwrap().len(), 8, "every span, named or not");
     f.t.delete().await;
 }
+
+#[tokio::test]
+async fn a_part_from_before_an_erase_indexed_after_its_trace_joined_the_call_sent_again_is_dropped() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    let id = post_call(&f, "call-late").await;
+    // Received while the call existed; its indexing fails until much later.
+    export_proto(&f, &f.key1, &pipecat("call-late")).await;
+    let before: Vec<String> = f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/in/")).collect();
+    erase_call(&f, id).await;
+    let again = post_call(&f, "call-late").await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let mut after = pipecat("call-late");
+    for s in &mut after.resource_spans[0].scope_spans[0].spans {
+        s.span_id[0] ^= 0x20;
+    }
+    export_proto(&f, &f.key1, &after).await;
+    // The batch received after the erase is indexed first: the trace joins the new call.
+    let store = f.backend.store();
+    for key in f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/in/") && !before.contains(k)) {
+        store.index_trace_batch(&key).await.unwrap();
+    }
+    assert_eq!(trace_of(&f, again).await.body["spans"].as_array().unwrap().len(), 8);
+    // Then the one from before the erase: not the new call's, and not kept.
+    for key in &before {
+        store.index_trace_batch(key).await.unwrap();
+    }
+    let spans = trace_of(&f, again).await.body["spans"].clone();
+    let ids: Vec<&str> = spans.as_array().unwrap().iter().map(|s| s["span_id"].as_str().unwrap()).collect();
+    assert!(ids.len() == 8 && ids.iter().all(|id| id.starts_with('2')), "{ids:?}");
+    let mut kept = Vec::new();
+    for key in f.t.objects().await.into_iter().filter(|k| k.starts_with("traces/spans/")) {
+        if !f.t.frames().get(&key).await.unwrap().unwrap_or_default().is_empty() {
+            kept.push(key);
+        }
+    }
+    assert_eq!(kept.len(), 1, "only the part received after the erase is stored: {kept:?}");
+    f.t.delete().await;
+}
