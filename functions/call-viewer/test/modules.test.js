@@ -108,3 +108,13 @@ test("trace turns belong to the agent turn they contain, and every waterfall has
   assert.deepEqual(shares({ ...turn(1, 0), stt: { ttfb_ms: 120, duration_ms: 300 }, llm: { duration_ms: 800 }, tools_ms: 200 }),
     [["stt", 120], ["llm", 800], ["tool", 200], ["tts", 0]]);
 });
+
+test("one absurd span squashes no waterfall, and a trace turn with no agent line takes none", () => {
+  const steps = [{ kind: "stt", name: "x", offset_ms: -1e300, duration_ms: 1e300 }, { kind: "tts", name: "y", offset_ms: 900, duration_ms: 1e308 }];
+  assert.deepEqual(span([{ turn: 1, duration_ms: 1, tools_ms: 0, tool_calls: 0, interrupted: false, steps }]), [-600_000, 600_000]);
+  const items = [{ kind: "turn", role: "agent", start: 20_000 }];
+  const greeting = { turn: 1, offset_ms: 0, duration_ms: 1_000, tools_ms: 0, tool_calls: 0, interrupted: false, steps: [] };
+  assert.equal(attach(items, [greeting]).size, 0, "the agent line 19 s later is not the greeting's");
+  // The same word written in two Unicode forms is one word.
+  assert.deepEqual(aligned("Café crème", [{ text: "cafe\u0301" }, { text: "crème" }])?.map((p) => p.word), [0, null, 1]);
+});

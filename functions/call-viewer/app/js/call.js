@@ -37,17 +37,25 @@ export async function showCall(root, context, id) {
   const body = doc.call ?? {};
   const summary = doc.summary ?? {};
   const { items, wordStarts } = itemsOf(body.transcript_with_tool_calls);
-  /** @type {import("./waterfall.js").TraceTurn[]} */
-  const traceTurns = (await traced)?.turns ?? [];
-  const over = span(traceTurns);
-  for (const [index, turn] of attach(items, traceTurns)) {
-    Object.assign(items[index], { trace: turn, over });
-  }
 
   const recordingUrl = body.recording_multi_channel_url ?? body.recording_url;
   const player = audio(recordingUrl) ?? audio(body.recording_url);
   const view = timeline(items, (ms) => {
     if (player) player.currentTime = ms / 1000;
+  });
+  // The traces come when they come: the page does not wait for them.
+  const breakdownSlot = h("div", { class: "trace-slot" });
+  void traced.then((answer) => {
+    try {
+      const turns = Array.isArray(answer?.turns) ? answer.turns.filter((/** @type {unknown} */ t) => t && typeof t === "object") : [];
+      if (turns.length === 0) return;
+      const over = span(turns);
+      for (const [index, turn] of attach(items, turns)) Object.assign(items[index], { trace: turn, over });
+      breakdownSlot.replaceChildren(breakdown(turns));
+      view.redraw();
+    } catch (e) {
+      breakdownSlot.replaceChildren(notice(`The call's traces cannot be shown: ${String(e)}`, "info"));
+    }
   });
   if (player) {
     let frame = 0;
@@ -94,7 +102,7 @@ export async function showCall(root, context, id) {
     ]),
     player ? h("div", { class: "player" }, player) : notice("No playable recording (only http and https URLs play).", "info"),
     chart(points, length),
-    traceTurns.length ? breakdown(traceTurns) : null,
+    breakdownSlot,
     h("h2", {}, `Timeline · ${items.length} items`),
     view.element,
     section("Analysis", () => json(body.call_analysis ?? null)),

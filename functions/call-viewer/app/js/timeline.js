@@ -130,11 +130,11 @@ function draw(item, index) {
 
 /** Letters and digits of a word, lower-case: what a word and its place in the text share. */
 function bare(/** @type {string} */ word) {
-  return word.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
+  return word.normalize("NFKD").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
 }
 
 /** How far ahead in the text a word is looked for (words the text spells otherwise are skipped). */
-const LOOKAHEAD = 4;
+const LOOKAHEAD = 32;
 
 /**
  * The turn's text cut into pieces, each word with timings (its index) on the token of the
@@ -151,9 +151,11 @@ export function aligned(text, words) {
   const owner = tokens.map(() => null);
   let next = 0;
   let found = 0;
+  let spoken = 0;
   words.forEach((w, i) => {
     const key = bare(w.text);
     if (!key) return;
+    spoken++;
     for (let k = next; k < Math.min(tokens.length, next + LOOKAHEAD); k++) {
       if (tokens[k].key === key) {
         owner[k] = i;
@@ -163,7 +165,7 @@ export function aligned(text, words) {
       }
     }
   });
-  if (found * 2 < words.length) return null;
+  if (found * 2 < spoken || found === 0) return null;
   /** @type {{text: string, word: number | null}[]} */
   const out = [];
   let at = 0;
@@ -188,16 +190,24 @@ export function timeline(items, seek) {
   /** @type {Map<number, HTMLElement>} */
   const drawnWords = new Map();
   let current = -1;
+  /**
+   * Draws block `block`, holding items from `first`.
+   * @param {HTMLElement} block
+   * @param {number} first
+   */
+  const fillBlock = (block, first) => {
+    block.replaceChildren(...items.slice(first, first + BLOCK).map((item, i) => draw(item, first + i)));
+    block.style.height = "";
+    block.dataset.drawn = "1";
+    for (const w of block.querySelectorAll("[data-w]")) drawnWords.set(Number(/** @type {HTMLElement} */ (w).dataset.w), /** @type {HTMLElement} */ (w));
+    drawnWords.get(current)?.classList.add("now");
+  };
   const observer = new IntersectionObserver((entries) => {
     for (const entry of entries) {
       const block = /** @type {HTMLElement} */ (entry.target);
       const first = Number(block.dataset.first);
       if (entry.isIntersecting && block.dataset.drawn !== "1") {
-        block.replaceChildren(...items.slice(first, first + BLOCK).map((item, i) => draw(item, first + i)));
-        block.style.height = "";
-        block.dataset.drawn = "1";
-        for (const w of block.querySelectorAll("[data-w]")) drawnWords.set(Number(/** @type {HTMLElement} */ (w).dataset.w), /** @type {HTMLElement} */ (w));
-        drawnWords.get(current)?.classList.add("now");
+        fillBlock(block, first);
       } else if (!entry.isIntersecting && block.dataset.drawn === "1") {
         block.style.height = `${block.offsetHeight}px`;
         for (const w of block.querySelectorAll("[data-w]")) drawnWords.delete(Number(/** @type {HTMLElement} */ (w).dataset.w));
@@ -218,6 +228,12 @@ export function timeline(items, seek) {
   });
   return {
     element: root,
+    /** Draws again the blocks on screen (items gained their traces). */
+    redraw() {
+      for (const block of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll(".block[data-drawn='1']"))) {
+        fillBlock(block, Number(block.dataset.first));
+      }
+    },
     /**
      * Highlights word `index` (-1: none).
      * @param {number} index
