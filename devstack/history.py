@@ -435,6 +435,12 @@ def _erased_readable(marker, history, revisions, trace, bucket, t):
 BUCKET_PREFIXES = ("frames/", "pending/", "failed/", "held/", "traces/in/", "traces/spans/")
 
 
+def prefix_of(key):
+    """The bucket prefix an object's key is under (`traces/` keys by their first two
+    segments): what `bucket` entries hold as `prefix`."""
+    return "/".join(key.split("/", 2)[:2]) + "/" if key.startswith("traces/") else key.split("/", 1)[0] + "/"
+
+
 def _orphan(obj, failed_expected):
     """Why a bucket object should not be there once settled, or None."""
     prefix = obj["prefix"]

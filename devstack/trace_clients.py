@@ -12,11 +12,11 @@ import gzip
 import hashlib
 import json
 import random
-import threading
 import time
 from collections import namedtuple
 
 from devstack.stack import request
+from devstack.threads import run_each
 
 # A batch sent: the call its spans name, their span ids, how it was sent, and the answer
 # (status or None, seconds).
@@ -119,11 +119,7 @@ def send_batches(stack, calls, stage, seconds, seed, workers):
             turn += 1
             time.sleep(rng.uniform(0.05, 0.3))
 
-    threads = [threading.Thread(target=exporter, args=(n,)) for n in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_each(workers, exporter)
     return [b for batches in sent for b in batches]
 
 

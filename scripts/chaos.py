@@ -59,6 +59,7 @@ import time
 from collections import namedtuple
 
 from devstack import programs, trace_clients, webhook_clients
+from devstack.threads import run_each
 from devstack.stack import Stack, request
 
 # The history phase: a program of its own too (scripts/history_run.py).
@@ -186,12 +187,8 @@ def drive(stack, workload, seconds, seed, workers, log=None, phase="random", one
             log.add(call_id, body, submit_once(stack, body), kind="one-shot", phase=phase)
             time.sleep(rng.uniform(0.05, 0.3))
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(workers)]
-    threads += [threading.Thread(target=one_shot_worker, args=(n,)) for n in range(one_shot)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # Both kinds at once: the retrying workers and the one-shot ones.
+    run_each(workers + one_shot, lambda n: worker(n) if n < workers else one_shot_worker(n - workers))
     return log
 
 
@@ -331,11 +328,7 @@ def send_reports(hooks, stage, seconds, seed, workers):
             i += 1
             time.sleep(rng.uniform(0.05, 0.3))
 
-    threads = [threading.Thread(target=sender, args=(n,)) for n in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_each(workers, sender)
     return [r for reports in sent for r in reports]
 
 

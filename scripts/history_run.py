@@ -654,7 +654,7 @@ def scan_bucket(stack, calls, pattern):
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
         for o in page.get("Contents", []):
             key = o["Key"]
-            prefix = "/".join(key.split("/", 2)[:2]) + "/" if key.startswith("traces/") else key.split("/", 1)[0] + "/"
+            prefix = history.prefix_of(key)
             call = next((hashes[part] for part in key.split("/") if part in hashes), None)
             if call is None and prefix != "traces/in/":
                 others += 1

@@ -1,6 +1,6 @@
 """The history checker of `make chaos` (devstack/history.py) on hand-made histories: for
 each rule one history the service may produce, and one that mirrors a bug it had."""
-from devstack.history import HORIZON, Op, check, summary
+from devstack.history import HORIZON, Op, check, prefix_of, summary
 
 
 def op(kind, marker, start, end, status, body=None, call="c1", **kw):
@@ -38,8 +38,7 @@ def state(*revisions, readable=None, call="c1", bucket=(), pending_left=0, faile
 
 
 def obj(key, markers=(), named=False, call=None):
-    prefix = "/".join(key.split("/", 2)[:2]) + "/" if key.startswith("traces/") else key.split("/", 1)[0] + "/"
-    return {"key": key, "prefix": prefix, "markers": set(markers), "named": named, "call": call}
+    return {"key": key, "prefix": prefix_of(key), "markers": set(markers), "named": named, "call": call}
 
 
 def exported(marker, start, end, call="c1", status=200, body=None):

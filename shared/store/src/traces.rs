@@ -32,7 +32,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
@@ -314,12 +317,7 @@ impl Store {
         let (old, redelivered) = match update.update_expression(expression).send().await {
             Ok(out) => (out.attributes.unwrap_or_default(), false),
             Err(e) => {
-                let old = match e.as_service_error() {
-                    Some(
-                        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c),
-                    ) => c.item.clone().unwrap_or_default(),
-                    _ => return Err(StoreError::from_sdk(e)),
-                };
+                let old = found_instead(e)?;
                 // An erase since the batch was received wins, even over a part known (a
                 // delivery again, after the erase removed it): its object goes again.
                 let erased = get_u64(&old, "erased").is_some_and(|e| e >= received);
@@ -448,15 +446,10 @@ impl Store {
             .await;
         let call = match joined {
             Ok(_) => call,
-            Err(e) => match e.as_service_error() {
-                // Joined meanwhile (to the same call or, by a key that named a call first, another).
-                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c)) => {
-                    match c.item.as_ref().and_then(|i| get_s(i, "call")) {
-                        Some(other) => other.to_owned(),
-                        None => return Ok(None),
-                    }
-                }
-                _ => return Err(StoreError::from_sdk(e)),
+            // Joined meanwhile (to the same call or, by a key that named a call first, another).
+            Err(e) => match get_s(&found_instead(e)?, "call") {
+                Some(other) => other.to_owned(),
+                None => return Ok(None),
             },
         };
         // Its unjoined entry is named by `first_ms`, as add_part wrote it.
@@ -596,12 +589,7 @@ impl Store {
         let (old, at) = match out {
             Ok(out) => (out.attributes.unwrap_or_default(), at),
             Err(e) => {
-                let found = match e.as_service_error() {
-                    Some(
-                        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c),
-                    ) => c.item.clone().unwrap_or_default(),
-                    _ => return Err(StoreError::from_sdk(e)),
-                };
+                let found = found_instead(e)?;
                 // An erase at or after `at` is there. Done, unless it was cut short (its
                 // reply lost, its function stopped): parts it covers are still listed,
                 // and it is finished here, at its own time.
@@ -778,6 +766,15 @@ impl Store {
             });
         }
         Ok(list)
+    }
+}
+
+/// The item a conditional UpdateItem found when its condition failed (it asks for
+/// `ReturnValuesOnConditionCheckFailure::AllOld`); any other failure as the error it is.
+fn found_instead(e: SdkError<UpdateItemError, HttpResponse>) -> Result<Item, StoreError> {
+    match e.as_service_error() {
+        Some(UpdateItemError::ConditionalCheckFailedException(c)) => Ok(c.item.clone().unwrap_or_default()),
+        _ => Err(StoreError::from_sdk(e)),
     }
 }
 

@@ -45,6 +45,22 @@ function setAttributes(el, attrs) {
   }
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+/**
+ * An SVG element, its attributes checked as `h` checks them, holding `text` if any (as text).
+ * @param {string} tag
+ * @param {Attrs} [attrs]
+ * @param {string} [text]
+ * @returns {SVGElement}
+ */
+export function svg(tag, attrs = {}, text) {
+  const el = /** @type {SVGElement} */ (document.createElementNS(SVG, tag));
+  setAttributes(el, attrs);
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
 /**
  * Appends children; strings and numbers as text.
  * @param {Node} el

@@ -2,7 +2,7 @@
 // Per-turn latencies (from each turn's metadata) as badges with thresholds, and a small
 // chart of end-to-end latency across the call with its p50 and p95.
 
-import { h } from "./dom.js";
+import { h, svg } from "./dom.js";
 
 /** Each metric: its label and the thresholds (ms) under which it is good, then fair. */
 export const METRICS = [
@@ -41,17 +41,6 @@ export function percentile(values, p) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-
-/**
- * @param {string} tag
- * @param {Record<string, string | number>} attrs
- */
-function svg(tag, attrs) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  return el;
-}
 
 /**
  * The chart of `points` ([offset ms, e2e ms]) over a call of `length` ms.

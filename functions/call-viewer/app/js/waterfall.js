@@ -3,7 +3,7 @@
 // tool and TTS spans, to one scale for every turn of the call), and the per-turn latency
 // breakdown chart with the percentiles of the caller's wait.
 
-import { h } from "./dom.js";
+import { h, svg } from "./dom.js";
 import { percentile } from "./latency.js";
 
 /** The steps a waterfall draws, in the order a turn runs them, with their labels. */
@@ -14,7 +14,6 @@ export const STEPS = [
   { kind: "tts", label: "TTS" },
 ];
 
-const SVG = "http://www.w3.org/2000/svg";
 
 /** The furthest a waterfall reaches from its turn's start, ms: one absurd span (an agent
  * may send any number) must not squash every other bar of the call. */
@@ -41,18 +40,6 @@ function finite(v) {
 function isolated(name, n) {
   const chars = [...String(name ?? "")];
   return `\u2068${chars.slice(0, n).join("")}${chars.length > n ? "…" : ""}\u2069`;
-}
-
-/**
- * @param {string} tag
- * @param {Record<string, string | number>} attrs
- * @param {string} [text]
- */
-function svg(tag, attrs, text) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-  if (text !== undefined) el.textContent = text;
-  return el;
 }
 
 /**
