@@ -729,9 +729,12 @@ impl Store {
                 let Some((ws, trace)) = get_s(&entry, "sk").and_then(|k| k.split_once('#')) else { continue };
                 let Ok(workspace_id) = ws.parse::<u64>() else { continue };
                 if let Some(item) = self.trace_item(workspace_id, trace).await? {
-                    // Erased since (by its call's erase): nothing left to remove.
+                    // Erased since (by its call's erase): nothing left to remove. Used
+                    // again since (its spans now are newer than this day): not due; its
+                    // new first day's entry brings it back.
                     let erased = item.contains_key("erased") && !item.contains_key("parts");
-                    if erased {
+                    let renewed = earliest(&item) >= (last_day + 1) * DAY_MS;
+                    if erased || renewed {
                     } else if self.join(workspace_id, trace, &item, true).await?.is_some() {
                         kept += 1;
                     } else {

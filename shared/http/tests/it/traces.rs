@@ -698,3 +698,32 @@ async fn a_part_from_before_an_erase_indexed_after_its_trace_joined_the_call_sen
     assert_eq!(kept.len(), 1, "only the part received after the erase is stored: {kept:?}");
     f.t.delete().await;
 }
+
+#[tokio::test]
+async fn a_trace_id_used_again_after_its_erase_is_kept_30_days_from_its_new_spans() {
+    let f = two_workspaces(all_scopes(), &[], &[]).await;
+    let store = f.backend.store();
+    let now = call_ingest_store::calls::now_ms();
+    let long_ago = now - call_ingest_store::traces::UNJOINED_KEPT_MS - 24 * 3600 * 1000;
+    // First used 31 days ago by a call that was erased since.
+    let id = post_call(&f, "call-reused").await;
+    let key = store
+        .put_trace_batch(1, long_ago, &call_ingest_traces::policy::keep(pipecat("call-reused")).request)
+        .await
+        .unwrap();
+    store.index_trace_batch(&key).await.unwrap();
+    erase_call(&f, id).await;
+    // The same trace id today, naming a call that does not exist (yet).
+    let mut today = pipecat("call-not-yet");
+    for s in &mut today.resource_spans[0].scope_spans[0].spans {
+        s.span_id[0] ^= 0x20;
+    }
+    export_proto(&f, &f.key1, &today).await;
+    index(&f).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Retention runs now, after today's spans came: its old day's entry names the trace.
+    store.expire_unjoined_traces(call_ingest_store::calls::now_ms() + 1, deadline).await.unwrap();
+    let open: Vec<String> = store.unjoined_traces(1).await.unwrap().into_iter().map(|t| t.trace).collect();
+    assert_eq!(open, ["ab".repeat(16)], "today's spans are not due for 30 days");
+    f.t.delete().await;
+}
