@@ -9,12 +9,15 @@
 //! May import no other call-ingest crate, no AWS SDK, no tokio: the fuzzers and the
 //! pipeline benchmark build it alone.
 //!
+//! [`privacy`] applies a workspace's data policy to a document before it is stored.
+//!
 //! [`providers`] maps Vapi's, Retell's and ElevenLabs' own webhooks to operation B's record
 //! and checks their signatures; the record then takes B's path.
 
 pub mod api;
 pub mod call;
 pub mod normalize;
+pub mod privacy;
 pub mod providers;
 pub mod validate;
 

@@ -101,11 +101,34 @@ pub struct CallDocument {
     /// 0 for the operations.
     #[serde(skip)]
     pub stage: u8,
+    /// The policy it was stored under, when not `everything` (`privacy::apply`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_policy: Option<crate::privacy::Applied>,
+    /// Where the audio said what `redacted` replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redactions: Option<Vec<crate::privacy::Redaction>>,
+    /// What a `metadata_only` call held, counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<crate::privacy::Counts>,
+    /// The identity of its content as sent, when it is stored changed
+    /// ([`crate::privacy::identity`]); else the digest of what is stored is.
+    #[serde(skip)]
+    pub identity: Option<String>,
 }
 
 impl CallDocument {
     pub(crate) fn new(operation: Operation, call: CreateCall, summary: Summary) -> Self {
-        CallDocument { schema_version: SCHEMA_VERSION, operation, call, summary, stage: 0 }
+        CallDocument {
+            schema_version: SCHEMA_VERSION,
+            operation,
+            call,
+            summary,
+            stage: 0,
+            data_policy: None,
+            redactions: None,
+            counts: None,
+            identity: None,
+        }
     }
 
     /// The provider's call id.

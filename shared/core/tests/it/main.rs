@@ -3,6 +3,7 @@
 mod counted;
 mod json_checks;
 mod normalisation;
+mod pii_corpus;
 mod properties;
 mod providers;
 mod validation;
