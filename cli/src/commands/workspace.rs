@@ -1,6 +1,7 @@
 //! `callctl workspace`: creating and showing workspaces.
 
 use anyhow::{anyhow, bail};
+use call_ingest_core::privacy::{Kinds, Storage};
 use call_ingest_store::directory::admin::Workspace;
 use call_ingest_store::directory::limits::MAX_LIMIT;
 use call_ingest_store::Backend;
@@ -40,6 +41,29 @@ pub enum Command {
         #[arg(long)]
         default: bool,
     },
+    /// Sets the workspace's data policy: what of its calls is stored, and for how long.
+    /// It applies to calls received a minute after the change (instances cache it); calls
+    /// stored before keep the policy they were stored under. Options left out keep their
+    /// current value.
+    Policy {
+        /// The workspace's id.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        id: u64,
+        /// everything (the request body byte for byte), redacted (personal data replaced
+        /// before anything is stored), or metadata_only (times, status, cost, counts).
+        #[arg(long)]
+        storage: Option<String>,
+        /// Erase calls this many days after they were created (1 to 3650); `none` keeps them.
+        #[arg(long)]
+        retention_days: Option<String>,
+        /// Remove raw bodies this many days after (at most retention-days); `none` keeps them.
+        #[arg(long)]
+        raw_retention_days: Option<String>,
+        /// Kinds redacted under `redacted`, comma-separated, or `all`: phone_number, email,
+        /// credit_card, ssn, iban, date_of_birth.
+        #[arg(long)]
+        pii_entities: Option<String>,
+    },
 }
 
 impl Command {
@@ -54,15 +78,51 @@ impl Command {
             }
             Command::Get { id } => require(backend, id).await?,
             Command::Limit { id, per_second, .. } => backend.directory().set_rate_limit(id, per_second).await?,
+            Command::Policy { id, storage, retention_days, raw_retention_days, pii_entities } => {
+                let mut policy = require(backend, id).await?.policy;
+                if let Some(name) = storage {
+                    policy.storage = Storage::parse(&name)
+                        .ok_or_else(|| anyhow!("--storage must be everything, redacted or metadata_only"))?;
+                }
+                if let Some(days) = retention_days {
+                    policy.retention_days = days_or_none(&days, "--retention-days")?;
+                }
+                if let Some(days) = raw_retention_days {
+                    policy.raw_retention_days = days_or_none(&days, "--raw-retention-days")?;
+                }
+                if let Some(list) = pii_entities {
+                    policy.pii_entities = Kinds::parse(&list).map_err(|e| anyhow!("--pii-entities: {e}"))?;
+                }
+                let sealer = backend.sealer().ok_or_else(|| anyhow!("no KMS client"))?;
+                backend.directory().set_policy(id, policy, sealer).await?
+            }
         };
         let limit = match workspace.rate_limit {
             Some(l) => format!("{l} requests per second"),
             None => format!("default ({} requests per second)", backend.config.rate_limit),
         };
+        let p = &workspace.policy;
+        let days = |d: Option<u32>| d.map_or_else(|| "kept".to_owned(), |d| format!("{d} days"));
         out.show(&json!(workspace), || {
-            fields(&[("workspace", workspace.id.to_string()), ("name", workspace.name.clone()), ("rate limit", limit)])
+            fields(&[
+                ("workspace", workspace.id.to_string()),
+                ("name", workspace.name.clone()),
+                ("rate limit", limit),
+                ("storage", p.storage.as_str().to_owned()),
+                ("retention", days(p.retention_days)),
+                ("raw retention", days(p.raw_retention_days)),
+                ("pii entities", p.pii_entities.names().join(", ")),
+            ])
         })?;
         Ok(())
+    }
+}
+
+/// A number of days, or `none`.
+fn days_or_none(text: &str, option: &str) -> anyhow::Result<Option<u32>> {
+    match text.trim() {
+        "none" => Ok(None),
+        days => days.parse().map(Some).map_err(|_| anyhow!("{option} must be a number of days or none")),
     }
 }
 

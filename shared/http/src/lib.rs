@@ -18,6 +18,7 @@ mod endpoints;
 mod gate;
 mod lambda;
 pub mod logging;
+mod policy;
 pub mod problems;
 mod reading;
 mod respond;

@@ -11,6 +11,8 @@ pub struct Token<'a> {
     /// Byte range of `text` in its piece.
     pub start: usize,
     pub end: usize,
+    /// Punctuation followed it (`,` `;` `.`): a pause between groups of a number.
+    pub pause: bool,
 }
 
 /// Adds the tokens of `text` (string `piece` of a stream) to `out`.
@@ -24,7 +26,8 @@ pub fn tokenize<'a>(text: &'a str, piece: usize, out: &mut Vec<Token<'a>>) {
         if core.is_empty() {
             continue;
         }
-        out.push(Token { text: core, piece, start: start + lead, end: start + lead + core.len() });
+        let pause = raw[lead + core.len()..].contains([',', ';', '.', ':']);
+        out.push(Token { text: core, piece, start: start + lead, end: start + lead + core.len(), pause });
     }
 }
 
@@ -120,6 +123,9 @@ impl Lex {
 pub fn lex(token: &str) -> Lex {
     if let Some(lex) = written(token) {
         return lex;
+    }
+    if let Some(year) = named_month_date(token) {
+        return Lex::Date { year };
     }
     if token.len() > 16 {
         return word_or_other(token);
@@ -256,13 +262,13 @@ fn ordinal(lower: &[u8]) -> Option<u8> {
 
 fn cue(lower: &[u8]) -> Option<Cue> {
     Some(match lower {
-        b"number" | b"phone" | b"call" | b"reach" | b"cell" | b"mobile" | b"text" | b"contact" | b"dial" | b"fax"
-        | b"landline" | b"callback" | b"telephone" => Cue::Phone,
+        b"number" | b"area" | b"phone" | b"call" | b"reach" | b"cell" | b"mobile" | b"text" | b"contact" | b"dial"
+        | b"fax" | b"landline" | b"callback" | b"telephone" => Cue::Phone,
         b"order" | b"confirmation" | b"reference" | b"ref" | b"tracking" | b"invoice" | b"ticket" | b"case"
         | b"booking" | b"reservation" | b"account" | b"policy" | b"member" | b"claim" | b"serial" | b"model"
-        | b"sku" | b"part" | b"id" | b"code" | b"zip" | b"room" | b"flight" => Cue::NotPhone,
+        | b"sku" | b"part" | b"id" | b"code" | b"po" | b"p.o" | b"zip" | b"room" | b"flight" => Cue::NotPhone,
         b"social" | b"security" | b"ssn" | b"ss#" => Cue::Ssn,
-        b"born" | b"birth" | b"birthday" | b"dob" | b"d.o.b" | b"birthdate" => Cue::Birth,
+        b"born" | b"birth" | b"birthday" | b"birthday's" | b"dob" | b"d.o.b" | b"birthdate" => Cue::Birth,
         _ => return None,
     })
 }
@@ -330,9 +336,34 @@ fn date(body: &[u8]) -> Option<u16> {
     match (parts[0].len(), parts[1].len(), parts[2].len()) {
         (4, 1..=2, 1..=2) if (1900..=2099).contains(&a) && (1..=12).contains(&b) && (1..=31).contains(&c) => Some(a),
         (1..=2, 1..=2, 4) if (1900..=2099).contains(&c) && day_month(a, b) => Some(c),
-        (1..=2, 1..=2, 2) if sep == b'/' && day_month(a, b) => Some(if c < 30 { 2000 + c } else { 1900 + c }),
+        (1..=2, 1..=2, 2) if day_month(a, b) => Some(two_digit_year(c)),
         _ => None,
     }
+}
+
+/// A year written or spoken with two digits: up to 29 is this century's.
+pub fn two_digit_year(y: u16) -> u16 {
+    if y < 30 {
+        2000 + y
+    } else {
+        1900 + y
+    }
+}
+
+/// A date written with its month's name between `-`, `/` or `.`: `12-Apr-1979`.
+fn named_month_date(token: &str) -> Option<u16> {
+    let sep = token.chars().find(|c| matches!(c, '-' | '/' | '.'))?;
+    let parts: Vec<&str> = token.split(sep).collect();
+    let [day, month_name, year] = parts.as_slice() else { return None };
+    let lower = month_name.to_ascii_lowercase();
+    month(lower.as_bytes())?;
+    let day: u16 = day.parse().ok()?;
+    let year: u16 = year.parse().ok()?;
+    let year = match year {
+        0..=99 => two_digit_year(year),
+        y => y,
+    };
+    ((1..=31).contains(&day) && (1900..=2099).contains(&year)).then_some(year)
 }
 
 /// `local@domain.tld` as written.

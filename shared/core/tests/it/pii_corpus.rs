@@ -519,3 +519,68 @@ fn a_number_split_across_turns_is_found_in_200_generated_calls() {
 fn call_phone(rng: &mut Rng) -> Vec<u8> {
     nanp(rng)
 }
+
+/// The held-out corpus (`tests/fixtures/pii_heldout.jsonl`): 476 lines written by a
+/// reviewer who never read the rules (issue 32), with their planted values, and 227
+/// look-alikes with none. Recall per kind and form, precision over all. Its first run
+/// (recall 0.768) showed forms the rules did not know (addresses of several words, numbers
+/// said in pairs, SSNs grouped by pauses, dates in numbers); the rules learnt those forms,
+/// so it is held out no longer, and a new one is the next honest measure.
+#[test]
+fn the_held_out_corpus() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pii_heldout.jsonl")).unwrap();
+    let mut rows: std::collections::BTreeMap<(Kind, bool), Tally> = Default::default();
+    let (mut true_positives, mut false_positives) = (0u32, 0u32);
+    let mut misses = Vec::new();
+    let mut taken = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let text = v["text"].as_str().unwrap();
+        let planted: Vec<(usize, usize, Kind, bool)> = v["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let value = p["value"].as_str().unwrap();
+                let kind = serde_json::from_value::<Kind>(p["kind"].clone()).unwrap();
+                let at = text.find(value).unwrap();
+                let written = value.bytes().any(|b| b.is_ascii_digit() || b == b'@');
+                (at, at + value.len(), kind, !written)
+            })
+            .collect();
+        let places: Vec<(usize, usize, Kind)> = planted.iter().map(|&(s, e, k, _)| (s, e, k)).collect();
+        let (hits, fp) = judge(text, &places);
+        false_positives += fp;
+        if fp > 0 {
+            taken.push(text.to_owned());
+        }
+        for (hit, &(_, _, kind, spoken_form)) in hits.iter().zip(&planted) {
+            let t = rows.entry((kind, spoken_form)).or_default();
+            t.planted += 1;
+            t.found += u32::from(*hit);
+            true_positives += u32::from(*hit);
+            if !hit {
+                misses.push(format!("{} ({}): {text}", kind.as_str(), if spoken_form { "spoken" } else { "written" }));
+            }
+        }
+    }
+    println!("held-out corpus\n| kind | form | planted | found | recall |\n|---|---|---|---|---|");
+    for ((kind, spoken_form), t) in &rows {
+        let form = if *spoken_form { "spoken" } else { "written" };
+        println!(
+            "| {} | {form} | {} | {} | {:.3} |",
+            kind.as_str(),
+            t.planted,
+            t.found,
+            f64::from(t.found) / f64::from(t.planted)
+        );
+    }
+    let precision = f64::from(true_positives) / f64::from(true_positives + false_positives);
+    let planted: u32 = rows.values().map(|t| t.planted).sum();
+    let recall = f64::from(true_positives) / f64::from(planted);
+    println!("held-out: recall {recall:.3}, precision {precision:.4} ({false_positives} false positives)");
+    println!("missed: {misses:#?}\nlook-alikes taken: {taken:#?}");
+    assert!(recall >= 0.95, "held-out recall {recall:.3}");
+    assert!(precision >= 0.95, "held-out precision {precision:.4}");
+}

@@ -9,6 +9,7 @@ use lambda_http::{Body, Request};
 use crate::encoding::Encoding;
 use crate::gate::{caller, enter, remote_id_param, workspace_param, Pace};
 use crate::logging::RequestLog;
+use crate::policy::{self, Protection};
 use crate::problems::{self, denied, directory_problem, storage_problem};
 use crate::respond;
 use crate::{Backend, Endpoint};
@@ -16,6 +17,8 @@ use call_ingest_core::api::responses::{AcceptedResponse, CreateCallResponse, Sen
 use call_ingest_core::api::send_call_data::{peek_agent_id, PEEK_BYTES};
 use call_ingest_core::api::{Code, Problem, Violation};
 use call_ingest_core::call::{self, CallDocument, Operation};
+use call_ingest_core::privacy;
+use call_ingest_store::calls::pending::Form;
 use call_ingest_store::calls::{Outcome, Owner, Receipt, StoreError, Stored};
 use call_ingest_store::directory::AgentRef;
 
@@ -32,6 +35,8 @@ const PENDING_BUDGET: Duration = Duration::from_millis(2500);
 /// a one-shot client's call.
 const ANSWER_BY: Duration = Duration::from_secs(9);
 const KEEP_WITHIN: Duration = Duration::from_secs(6);
+/// How long the workspace's data policy may take to read when it is not cached.
+const POLICY_WITHIN: Duration = Duration::from_secs(2);
 
 /// A stored or accepted call, to answer with.
 pub(crate) struct Reply {
@@ -120,9 +125,13 @@ pub(crate) async fn process(
             let (workspace_id, _) = query.map_err(Problem::invalid)?;
             let (workspace_id, pace) = enter(backend, &lookup, &principal, Some(workspace_id), endpoint, log).await?;
             let agent = backend.directory().authorize(&lookup, workspace_id).map_err(denied)?;
+            let asked = policy::asked(request)?;
+            let protection =
+                Protection::read(backend, &lookup, workspace_id, asked, (POLICY_WITHIN, POLICY_WITHIN)).await?;
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body)?;
-            let doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
+            let mut doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
+            protection.apply(&mut doc, &agent.id);
             (workspace_id, agent, pace, doc, body)
         }
         Operation::SendCallData => {
@@ -135,6 +144,9 @@ pub(crate) async fn process(
             let (lookup, principal) = caller(backend, endpoint, request, peeked.map(AgentRef::Id)).await?;
             // No workspace asked for: the API key's own (sessions were refused).
             let (workspace_id, pace) = enter(backend, &lookup, &principal, None, endpoint, log).await?;
+            let asked = policy::asked(request)?;
+            let protection =
+                Protection::read(backend, &lookup, workspace_id, asked, (POLICY_WITHIN, POLICY_WITHIN)).await?;
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_send_call_data(&body)?;
             let agent_id = parsed.agent_id.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= 200);
@@ -150,9 +162,10 @@ pub(crate) async fn process(
                 }
                 None => None,
             };
-            let doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
+            let mut doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
+            protection.apply(&mut doc, &agent.id);
             (workspace_id, agent, pace, doc, body)
         }
     };
@@ -190,6 +203,13 @@ pub(crate) async fn store_call(
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
     let call_id = doc.call_id().to_owned();
+    // Under a policy that changes the call, neither the request body nor a pending copy of
+    // it is written: what is stored is the document, and the pending copy its envelope.
+    let stored_raw = privacy::stored_raw(doc, raw);
+    let (copy, form) = match doc.data_policy {
+        None => (std::borrow::Cow::Borrowed(raw), Form::Body),
+        Some(_) => (std::borrow::Cow::Owned(privacy::envelope(doc)), Form::Document),
+    };
     // This submission's identity, for the direct write and its pending copy alike: the copy
     // of a write applied late (after the budget ran out) changes nothing when committed.
     let receipt = Receipt::new(received).map_err(|e| storage_problem(e, "the call could not be stored"))?;
@@ -198,7 +218,7 @@ pub(crate) async fn store_call(
         Pace::Now => {
             let started = std::time::Instant::now();
             let budget = within.map_or(backend.patience.budget(), |w| w.min(backend.patience.budget()));
-            let committed = backend.store().put_call_within(owner, doc, raw, &receipt, budget).await;
+            let committed = backend.store().put_call_within(owner, doc, &stored_raw, &receipt, budget).await;
             backend.patience.record(started.elapsed(), committed.is_ok());
             match committed {
                 Ok(stored) => {
@@ -214,7 +234,8 @@ pub(crate) async fn store_call(
     let elapsed = Duration::from_millis(call_ingest_store::calls::now_ms().saturating_sub(received));
     let keep = answer_by.map_or(keep, |by| by.saturating_sub(elapsed).clamp(keep, KEEP_WITHIN.max(keep)));
     let paced = pace == Pace::Later;
-    let pending = keep_pending(keep, || backend.store().put_pending(owner, operation, &call_id, raw, &receipt, paced));
+    let pending =
+        keep_pending(keep, || backend.store().put_pending_as(owner, operation, &call_id, &copy, &receipt, paced, form));
     match pending.await {
         Ok(Ok(_)) => {
             log.accepted = true;

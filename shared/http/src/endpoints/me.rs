@@ -10,7 +10,9 @@ use serde::Serialize;
 use crate::gate::caller;
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::Problem;
-use call_ingest_store::directory::Principal;
+use call_ingest_core::privacy::Policy;
+use call_ingest_store::directory::{Lookup, Principal};
+use std::time::Duration;
 
 #[derive(Debug, Serialize)]
 struct MeBody<'a> {
@@ -23,22 +25,40 @@ struct MeBody<'a> {
     workspaces: Vec<u64>,
     /// What it may do there: `send`, `read`, `erase`.
     scopes: Vec<&'static str>,
+    /// Each workspace's data policy (`callctl workspace policy`), in the order of
+    /// `workspaces`; `null` for one that could not be read now.
+    data_policies: Vec<WorkspacePolicy>,
 }
+
+#[derive(Debug, Serialize)]
+struct WorkspacePolicy {
+    workspace_id: u64,
+    policy: Option<Policy>,
+}
+
+/// How long a workspace's policy may take to read for `me`.
+const POLICY_WITHIN: Duration = Duration::from_secs(1);
 
 /// Answers a request to `me`.
 pub async fn answer(backend: &Backend, request: &Request, request_id: &str) -> Result<Response<Body>, Problem> {
     let (_, principal) = caller(backend, Endpoint::Me, request, None).await?;
     let scopes = principal.scopes().iter().map(|s| s.as_str()).collect();
-    let body = match &principal {
-        Principal::ApiKey { workspace_id, public_id, .. } => {
-            MeBody { kind: "api_key", public_id: Some(public_id), workspaces: vec![*workspace_id], scopes }
-        }
+    let (kind, public_id, workspaces) = match &principal {
+        Principal::ApiKey { workspace_id, public_id, .. } => ("api_key", Some(public_id.as_str()), vec![*workspace_id]),
         Principal::Session { workspaces, .. } => {
             let mut workspaces = workspaces.clone();
             workspaces.sort_unstable();
             workspaces.dedup();
-            MeBody { kind: "session", public_id: None, workspaces, scopes }
+            ("session", None, workspaces)
         }
     };
+    let nothing_read = Lookup::default();
+    // One after another: a session names a few workspaces, and their items are cached.
+    let mut data_policies = Vec::with_capacity(workspaces.len());
+    for &workspace_id in &workspaces {
+        let read = backend.directory().policy_for(&nothing_read, workspace_id, (POLICY_WITHIN, POLICY_WITHIN)).await;
+        data_policies.push(WorkspacePolicy { workspace_id, policy: read.ok().map(|found| found.policy) });
+    }
+    let body = MeBody { kind, public_id, workspaces, scopes, data_policies };
     Ok(respond::json(200, serde_json::to_vec(&body).unwrap_or_default(), "application/json", request_id))
 }

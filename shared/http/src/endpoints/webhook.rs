@@ -33,6 +33,7 @@ use call_ingest_core::api::Problem;
 use call_ingest_core::call::{CallDocument, Operation};
 use call_ingest_core::providers::{self, signature, Event, Provider};
 use call_ingest_store::calls::held::Hold;
+use call_ingest_store::calls::pending::Form;
 use call_ingest_store::calls::{now_ms, Owner, Receipt, StoreError};
 use call_ingest_store::directory::hooks::Hook;
 use call_ingest_store::directory::limits::{Admission, Budget};
@@ -130,12 +131,24 @@ pub(crate) async fn answer(
             ));
         }
     };
-    let doc = providers::accept(provider, &mapped)?;
+    let asked = crate::policy::asked(request)?;
+    let protection = crate::policy::Protection::read(
+        backend,
+        &nothing_read,
+        workspace_id,
+        asked,
+        (within(READ_WITHIN), HOOK_ALONE_WITHIN),
+    )
+    .await?;
+    let mut doc = providers::accept(provider, &mapped)?;
     let operation = Operation::ProviderWebhook(provider);
     let named = mapped.agent.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= MAX_AGENT_ID_CHARS);
     let keep = ANSWER_BY.saturating_sub(started.elapsed()).clamp(KEEP_AT_LEAST, KEEP_WITHIN);
     let agent = match backend.directory().report_agent(&hook, named, within(READ_WITHIN)).await {
-        Ok(Some(agent)) => agent,
+        Ok(Some(agent)) => {
+            protection.apply(&mut doc, &agent.id);
+            agent
+        }
         Ok(None) => return hold(backend, &hook, named, &doc, &body, (received, keep), "held", request_id, log).await,
         Err(e) => {
             // Unreadable now (slow, down, or refused): the report is kept all the same.
@@ -174,7 +187,12 @@ async fn hold(
         operation: Operation::ProviderWebhook(hook.provider),
         call_id,
     };
-    let put = super::ingest::keep_pending(keep, || backend.store().put_held(hold, raw, &receipt)).await;
+    // Under a policy that changes the report, the held copy is its document's envelope.
+    let (copy, form) = match doc.data_policy {
+        None => (std::borrow::Cow::Borrowed(raw), Form::Body),
+        Some(_) => (std::borrow::Cow::Owned(call_ingest_core::privacy::envelope(doc)), Form::Document),
+    };
+    let put = super::ingest::keep_pending(keep, || backend.store().put_held_as(hold, &copy, &receipt, form)).await;
     put.unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the report in time".into())))
         .map_err(failed)?;
     log.accepted = true;

@@ -53,6 +53,8 @@ pub struct Held {
     pub operation: String,
     /// When its request arrived (epoch ms).
     pub received_ms: u64,
+    /// What it holds: the body, or its policy's document (`pending::Form`).
+    pub form: super::pending::Form,
 }
 
 /// What a release of the held reports did.
@@ -92,6 +94,17 @@ const MAX_INDEXED: usize = 100_000;
 impl Store {
     /// Keeps a report received at `receipt` whose agent is not known; answers its key.
     pub async fn put_held(&self, hold: Hold<'_>, raw: &[u8], receipt: &Receipt) -> Result<String, StoreError> {
+        self.put_held_as(hold, raw, receipt, super::pending::Form::Body).await
+    }
+
+    /// [`Store::put_held`] of a copy in `form` (`pending::Form`).
+    pub async fn put_held_as(
+        &self,
+        hold: Hold<'_>,
+        raw: &[u8],
+        receipt: &Receipt,
+        form: super::pending::Form,
+    ) -> Result<String, StoreError> {
         let mut metadata = HashMap::from([
             ("workspace".to_owned(), hold.workspace_id.to_string()),
             ("operation".to_owned(), hold.operation.key()),
@@ -101,6 +114,7 @@ impl Store {
         if let Some(named) = hold.named {
             metadata.insert("named".to_owned(), hex(named.as_bytes()));
         }
+        form.mark(&mut metadata);
         self.put_copy(copy_key(HELD_PREFIX, hold.workspace_id, hold.call_id, receipt), raw, metadata).await
     }
 
@@ -133,6 +147,7 @@ impl Store {
                 call_id: text("call-id")?,
                 operation: metadata.get("operation")?.clone(),
                 received_ms: super::pending::receipt_of(key)?.received_ms,
+                form: super::pending::Form::of(&metadata),
             })
         })();
         if let Some(held) = &held {
@@ -252,13 +267,14 @@ impl Store {
         let Some(agent) = found.clone()? else {
             return Ok(Some(Fate::Held));
         };
-        let metadata = HashMap::from([
+        let mut metadata = HashMap::from([
             ("workspace".to_owned(), held.workspace_id.to_string()),
             ("agent".to_owned(), hex(agent.as_bytes())),
             ("call-id".to_owned(), hex(held.call_id.as_bytes())),
             ("operation".to_owned(), held.operation.clone()),
             (super::pending::SINCE.to_owned(), now_ms().to_string()),
         ]);
+        held.form.mark(&mut metadata);
         // Paced: a release of many reports is committed at the workspace's rate.
         let pending = format!("{PREFIX}{}{PACED}", strip(&held.key));
         // Looked at even when the move failed part-way (copied, not deleted from held/).

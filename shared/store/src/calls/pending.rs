@@ -34,6 +34,7 @@ use sha2::{Digest, Sha256};
 
 use super::{now_ms, Owner, Receipt, Store, StoreError, Stored};
 use call_ingest_core::call::{hex, Operation};
+use call_ingest_core::privacy;
 use call_ingest_core::providers::ingest_any;
 
 /// Where pending submissions live in the frames' bucket.
@@ -189,12 +190,29 @@ impl Store {
         receipt: &Receipt,
         paced: bool,
     ) -> Result<String, StoreError> {
-        let metadata = HashMap::from([
+        self.put_pending_as(owner, operation, call_id, raw, receipt, paced, Form::Body).await
+    }
+
+    /// [`Store::put_pending`] of a copy in `form` (a document its policy changed, in its
+    /// envelope, for [`Form::Document`]).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn put_pending_as(
+        &self,
+        owner: Owner<'_>,
+        operation: Operation,
+        call_id: &str,
+        raw: &[u8],
+        receipt: &Receipt,
+        paced: bool,
+        form: Form,
+    ) -> Result<String, StoreError> {
+        let mut metadata = HashMap::from([
             ("workspace".to_owned(), owner.workspace_id.to_string()),
             ("agent".to_owned(), hex(owner.agent_id.as_bytes())),
             ("operation".to_owned(), operation.key()),
             ("call-id".to_owned(), hex(call_id.as_bytes())),
         ]);
+        form.mark(&mut metadata);
         let key = copy_key(PREFIX, owner.workspace_id, call_id, receipt);
         let key = if paced { key + PACED } else { key };
         self.put_copy(key, raw, metadata).await
@@ -263,9 +281,14 @@ impl Store {
         else {
             return self.set_aside(key).await;
         };
-        let Ok(doc) = ingest_any(operation, &raw) else {
+        let doc = match Form::of(&metadata) {
+            Form::Body => ingest_any(operation, &raw).ok(),
+            Form::Document => privacy::from_envelope(operation, &raw),
+        };
+        let Some(doc) = doc else {
             return self.set_aside(key).await;
         };
+        let raw = privacy::stored_raw(&doc, &raw);
         if doc.call_id() != call_id {
             return self.set_aside(key).await;
         }
@@ -570,6 +593,34 @@ fn identity(metadata: &HashMap<String, String>) -> Option<(u64, String, Operatio
     let text = |name: &str| unhex(metadata.get(name)?);
     let operation = Operation::parse(metadata.get("operation")?)?;
     Some((metadata.get("workspace")?.parse().ok()?, text("agent")?, operation, text("call-id")?))
+}
+
+/// What a pending or held copy holds: the request body, or (when its workspace's policy
+/// changed the call) the changed document in its envelope (`privacy::envelope`). Said by
+/// the copy's metadata, which only we write: a body that looks like an envelope is a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    Body,
+    Document,
+}
+
+/// The metadata entry that marks a [`Form::Document`] copy.
+pub(super) const FORM: &str = "form";
+
+impl Form {
+    pub(super) fn of(metadata: &HashMap<String, String>) -> Form {
+        match metadata.get(FORM).map(String::as_str) {
+            Some("document") => Form::Document,
+            _ => Form::Body,
+        }
+    }
+
+    pub(super) fn mark(self, metadata: &mut HashMap<String, String>) {
+        if self == Form::Document {
+            metadata.insert(FORM.to_owned(), "document".to_owned());
+        }
+    }
 }
 
 /// The UTF-8 text `h` holds as lower-case hex.

@@ -67,7 +67,8 @@ impl Submission {
         receipt: &Receipt,
     ) -> Result<Submission, StoreError> {
         let json = doc.to_json();
-        let digest = CallDocument::digest_of(owner.agent_id, &json);
+        // A document its policy changed is known by the content as sent (`privacy::apply`).
+        let digest = doc.identity.clone().unwrap_or_else(|| CallDocument::digest_of(owner.agent_id, &json));
         let packed = codec::pack(raw, &json).map_err(|e| StoreError::Internal(format!("compression failed: {e}")))?;
         drop(json);
         let pk = call_pk(owner.workspace_id, doc.call_id());
@@ -85,6 +86,9 @@ impl Submission {
         attributes.insert("raw_bytes".into(), n(raw.len()));
         attributes.insert("unpacked_bytes".into(), n(packed.unpacked_len));
         attributes.insert("listed_ws".into(), n(owner.workspace_id));
+        if let Some(applied) = doc.data_policy {
+            attributes.insert(STORAGE.into(), s(applied.storage.as_str()));
+        }
         if let (Operation::ProviderWebhook(provider), 1..) = (doc.operation, doc.stage) {
             attributes.insert(STAGE.into(), s(format!("{}:{}", provider.as_str(), doc.stage)));
         }
@@ -209,6 +213,10 @@ impl Submission {
 /// On a head or revision from a provider's webhook: `<provider>:<stage>` of its event
 /// (`Mapped::stage`).
 const STAGE: &str = "stage";
+
+/// On a head or revision stored under a policy other than `everything`: its storage
+/// (`redacted`, `metadata_only`).
+pub const STORAGE: &str = "storage";
 
 /// The provider and stage of a webhook event's item; stages compare within one provider
 /// only (an operation's submission has none, and takes its usual place).

@@ -41,6 +41,8 @@ pub struct Workspace {
     /// Requests per second across both endpoints; `None`: the functions' default
     /// (`RATE_LIMIT_PER_SECOND`).
     pub rate_limit: Option<u32>,
+    /// Its data policy (`callctl workspace policy`).
+    pub policy: call_ingest_core::privacy::Policy,
 }
 
 /// A credential as created: the only time its token is shown.
@@ -96,15 +98,17 @@ impl Directory {
             .send()
             .await
             .map_err(StoreError::from_sdk)?;
-        Ok(Workspace { id, name: name.to_owned(), rate_limit: None })
+        Ok(Workspace { id, name: name.to_owned(), rate_limit: None, policy: Default::default() })
     }
 
     /// The workspace `id`, if it exists.
     pub async fn workspace(&self, id: u64) -> Result<Option<Workspace>, AdminError> {
-        Ok(self.get(workspace_pk(id), WORKSPACE_SK).await?.map(|item| Workspace {
+        let Some(item) = self.get(workspace_pk(id), WORKSPACE_SK).await? else { return Ok(None) };
+        Ok(Some(Workspace {
             id,
             name: field_s(&item, "name").unwrap_or_default().to_owned(),
             rate_limit: field_u64(&item, "rate_limit").and_then(|l| u32::try_from(l).ok()),
+            policy: super::policies::policy_of(&item).map_err(AdminError::Invalid)?,
         }))
     }
 

@@ -12,6 +12,7 @@ pub mod credentials;
 pub mod hooks;
 pub mod item_keys;
 pub mod limits;
+pub mod policies;
 pub mod scopes;
 pub mod sealing;
 

@@ -429,3 +429,26 @@ fn hook_secrets_open_only_with_the_hooks_whole_encryption_context() {
     assert_eq!(condition["StringLike"]["kms:EncryptionContext:hook"], "*", "{condition}");
     assert_eq!(condition["StringLike"]["kms:EncryptionContext:workspace"], "*", "{condition}");
 }
+
+/// The senders open only workspaces' identity keys (issue 32), by the whole encryption
+/// context with its purpose, never a hook's secret.
+#[test]
+fn senders_open_only_identity_keys() {
+    let t = template();
+    for function in ["SendCallDataFunction", "CreateCallFunction"] {
+        let statements = t["Resources"][function]["Properties"]["Policies"][0]["Statement"].clone();
+        let kms: Vec<&serde_json::Value> =
+            statements.as_array().unwrap().iter().filter(|s| s["Action"].to_string().contains("kms:")).collect();
+        assert_eq!(kms.len(), 1, "{function}");
+        let open = kms[0];
+        assert_eq!(open["Sid"], "OpenIdentityKeys");
+        assert_eq!(open["Action"], serde_json::json!(["kms:Decrypt"]));
+        let condition = &open["Condition"];
+        assert_eq!(condition["StringEquals"]["kms:EncryptionContext:hook"], "workspace-identity", "{function}");
+        assert_eq!(condition["Null"]["kms:EncryptionContextKeys"], "false", "{function}");
+        assert_eq!(
+            condition["ForAllValues:StringEquals"]["kms:EncryptionContextKeys"],
+            serde_json::json!(["hook", "workspace"])
+        );
+    }
+}

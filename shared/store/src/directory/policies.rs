@@ -1,0 +1,191 @@
+//! A workspace's data policy (`privacy::Policy`), kept on its item in the Directory table,
+//! and the workspace's identity key (sealed with KMS, as hooks' secrets are), which keys
+//! the identity of calls its policy changes (`privacy::identity`).
+//!
+//! A sending function reads the policy with the workspace's other settings: from the
+//! instance's cache (at most its lifetime old, 60 s), else from the table. When the table
+//! cannot be read, the item this instance read in the last [`super::OUTAGE_GRACE`] stands
+//! in, as it does for the credential that authorised the call; with none, the answer is an
+//! error (503): never a default.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use call_ingest_core::privacy::{Kinds, Policy, Storage};
+
+use super::admin::{AdminError, Workspace};
+use super::item_keys::*;
+use super::sealing::Sealer;
+use super::{Directory, Lookup, Recent};
+use crate::calls::item::{n, s, Item};
+use crate::calls::StoreError;
+
+/// Attributes of the workspace item.
+const STORAGE: &str = "storage";
+const RETENTION_DAYS: &str = "retention_days";
+const RAW_RETENTION_DAYS: &str = "raw_retention_days";
+const PII_ENTITIES: &str = "pii_entities";
+const IDENTITY_KEY: &str = "identity_key";
+/// What the identity key's seal binds (the sealing's "hook" slot): no hook has this id.
+const IDENTITY_CONTEXT: &str = "workspace-identity";
+
+/// A workspace's policy as a sending function needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspacePolicy {
+    pub policy: Policy,
+    /// The identity key, sealed; set once a policy other than `everything` was set.
+    pub sealed_key: Option<Vec<u8>>,
+}
+
+/// The policy the workspace item `item` holds (none set: `everything`, every kind).
+pub fn policy_of(item: &Item) -> Result<Policy, String> {
+    let storage = match field_s(item, STORAGE) {
+        None => Storage::Everything,
+        Some(name) => Storage::parse(name).ok_or_else(|| format!("unknown storage {name:?}"))?,
+    };
+    let days = |name: &str| field_u64(item, name).map(|d| u32::try_from(d).unwrap_or(u32::MAX));
+    let pii_entities = match item.get(PII_ENTITIES) {
+        None => Kinds::all(),
+        Some(AttributeValue::S(list)) => Kinds::parse(list)?,
+        Some(_) => return Err("pii_entities is not a list of kinds".into()),
+    };
+    let policy = Policy {
+        storage,
+        retention_days: days(RETENTION_DAYS),
+        raw_retention_days: days(RAW_RETENTION_DAYS),
+        pii_entities,
+    };
+    policy.check()?;
+    Ok(policy)
+}
+
+fn sealed_key_of(item: &Item) -> Option<Vec<u8>> {
+    match item.get(IDENTITY_KEY) {
+        Some(AttributeValue::B(b)) => Some(b.as_ref().to_vec()),
+        _ => None,
+    }
+}
+
+impl Directory {
+    /// The policy of `workspace_id` for a call being sent (see the module's notes): from
+    /// `lookup` (operation B reads the workspace with the credential), the cache, else one
+    /// read, waiting at most `within` for it when this instance read the item in the last
+    /// minutes (it stands in after that), else `alone`.
+    pub async fn policy_for(
+        &self,
+        lookup: &Lookup,
+        workspace_id: u64,
+        (within, alone): (Duration, Duration),
+    ) -> Result<WorkspacePolicy, StoreError> {
+        let pk = workspace_pk(workspace_id);
+        let item = match self.known_workspace(lookup, workspace_id) {
+            Some(item) => Some(item),
+            None => {
+                let within = match self.cache.get_recent(&pk, super::OUTAGE_GRACE) {
+                    Some(_) => within,
+                    None => alone,
+                };
+                let read = tokio::time::timeout(
+                    within,
+                    self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Taken),
+                );
+                let found = read.await.unwrap_or_else(|_| match self.cache.get_recent(&pk, super::OUTAGE_GRACE) {
+                    Some(item) => Ok([(pk.clone(), item)].into()),
+                    None => {
+                        Err(StoreError::Unavailable(format!("the workspace's policy was not read within {within:?}")))
+                    }
+                })?;
+                let item = found.get(&pk).cloned();
+                if let Some(item) = &item {
+                    self.cache.put(pk.clone(), item.clone());
+                }
+                item
+            }
+        };
+        // A workspace with no item has no policy set: `everything`.
+        let Some(item) = item else { return Ok(WorkspacePolicy { policy: Policy::default(), sealed_key: None }) };
+        let policy = policy_of(&item).map_err(|e| StoreError::Internal(format!("workspace {workspace_id}: {e}")))?;
+        Ok(WorkspacePolicy { policy, sealed_key: sealed_key_of(&item) })
+    }
+
+    /// The workspace's identity key, opened (KMS, cached by the sealer for minutes).
+    pub async fn identity_key(
+        &self,
+        sealer: &Sealer,
+        workspace_id: u64,
+        policy: &WorkspacePolicy,
+    ) -> Result<Vec<u8>, StoreError> {
+        let sealed = policy.sealed_key.as_deref().ok_or_else(|| {
+            StoreError::Internal(format!("workspace {workspace_id} has a policy but no identity key"))
+        })?;
+        sealer.open(sealed, IDENTITY_CONTEXT, workspace_id).await
+    }
+
+    /// Sets the data policy of workspace `id` (checked first). A policy other than
+    /// `everything` gives the workspace its identity key, once. Instances see the change
+    /// within their cache's lifetime (60 s): it applies to calls received after that.
+    pub async fn set_policy(&self, id: u64, policy: Policy, sealer: &Sealer) -> Result<Workspace, AdminError> {
+        policy.check().map_err(AdminError::Invalid)?;
+        let mut sets = vec![format!("{STORAGE} = :storage"), format!("{PII_ENTITIES} = :pii")];
+        let mut removes = Vec::new();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(workspace_pk(id)))
+            .key("sk", s(WORKSPACE_SK))
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":storage", s(policy.storage.as_str()))
+            .expression_attribute_values(":pii", s(policy.pii_entities.names().join(",")));
+        for (name, days, value) in
+            [(RETENTION_DAYS, policy.retention_days, ":days"), (RAW_RETENTION_DAYS, policy.raw_retention_days, ":raw")]
+        {
+            match days {
+                Some(d) => {
+                    sets.push(format!("{name} = {value}"));
+                    update = update.expression_attribute_values(value, n(d));
+                }
+                None => removes.push(name),
+            }
+        }
+        if policy.storage != Storage::Everything {
+            let mut key = [0u8; 32];
+            getrandom::getrandom(&mut key).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
+            let sealed = sealer.seal(&key, IDENTITY_CONTEXT, id).await?;
+            sets.push(format!("{IDENTITY_KEY} = if_not_exists({IDENTITY_KEY}, :key)"));
+            update = update.expression_attribute_values(":key", AttributeValue::B(sealed.into()));
+        }
+        let mut expression = format!("SET {}", sets.join(", "));
+        if !removes.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
+        }
+        match update.update_expression(expression).send().await {
+            Ok(_) => {}
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                return Err(AdminError::NoWorkspace(id))
+            }
+            Err(e) => return Err(StoreError::from_sdk(e).into()),
+        }
+        self.workspace(id).await?.ok_or(AdminError::NoWorkspace(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_without_a_policy_is_everything_and_a_bad_one_is_an_error() {
+        let mut item = Item::new();
+        assert_eq!(policy_of(&item), Ok(Policy::default()));
+        item.insert(STORAGE.into(), s("redacted"));
+        item.insert(PII_ENTITIES.into(), s("email,ssn"));
+        item.insert(RETENTION_DAYS.into(), n(30));
+        let p = policy_of(&item).unwrap();
+        assert_eq!(p.storage, Storage::Redacted);
+        assert_eq!(p.pii_entities.names(), ["email", "ssn"]);
+        assert_eq!(p.retention_days, Some(30));
+        item.insert(STORAGE.into(), s("nothing"));
+        assert!(policy_of(&item).is_err());
+    }
+}
