@@ -34,7 +34,6 @@ of the bucket scanned for the markers it holds.
 """
 import argparse
 import hashlib
-import io
 import itertools
 import json
 import os
@@ -48,6 +47,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from devstack import history
+from devstack.storage import aws, unpacked
 from devstack.history import HORIZON, Op, Timing
 from devstack.history_clients import Clients, Recorder, export_body, retell_event, retell_hook, trace_of
 
@@ -435,16 +435,6 @@ def cmdline(pid):
 
 
 # AWS, as an operator reads it -----------------------------------------------------------------
-def aws(stack, service):
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(service, endpoint_url=stack.dynamodb, region_name="us-east-1", aws_access_key_id="local",
-                        aws_secret_access_key="local",
-                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 3},
-                                      connect_timeout=5, read_timeout=30))
-
-
 def pending_keys(stack, limit=1000, prefixes=("pending/",)):
     """Keys still to commit under `prefixes`: pending submissions, and with `held/` webhook
     reports held (every hook of the run has an agent, so a held report is one whose agent
@@ -494,19 +484,6 @@ def named_frames(stack):
         if not start:
             break
     return keys
-
-
-def unpacked(data):
-    """An object's bytes, decompressed when they are zstd frames (one or several)."""
-    import zstandard
-
-    if data[:4] != b"\x28\xb5\x2f\xfd":
-        return data
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as r:
-            return r.read()
-    except zstandard.ZstdError:
-        return data
 
 
 def markers_in(data, pattern):

@@ -126,7 +126,8 @@ impl Directory {
     /// within their cache's lifetime (60 s): it applies to calls received after that.
     pub async fn set_policy(&self, id: u64, policy: Policy, sealer: &Sealer) -> Result<Workspace, AdminError> {
         policy.check().map_err(AdminError::Invalid)?;
-        let mut sets = vec![format!("{STORAGE} = :storage"), format!("{PII_ENTITIES} = :pii")];
+        // Every attribute by a name placeholder: `storage` is one of DynamoDB's reserved words.
+        let mut sets = vec!["#storage = :storage".to_owned(), "#pii = :pii".to_owned()];
         let mut removes = Vec::new();
         let mut update = self
             .client
@@ -135,25 +136,31 @@ impl Directory {
             .key("pk", s(workspace_pk(id)))
             .key("sk", s(WORKSPACE_SK))
             .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#storage", STORAGE)
+            .expression_attribute_names("#pii", PII_ENTITIES)
             .expression_attribute_values(":storage", s(policy.storage.as_str()))
             .expression_attribute_values(":pii", s(policy.pii_entities.names().join(",")));
-        for (name, days, value) in
-            [(RETENTION_DAYS, policy.retention_days, ":days"), (RAW_RETENTION_DAYS, policy.raw_retention_days, ":raw")]
-        {
+        for (name, days, placeholder) in [
+            (RETENTION_DAYS, policy.retention_days, "days"),
+            (RAW_RETENTION_DAYS, policy.raw_retention_days, "raw"),
+        ] {
+            update = update.expression_attribute_names(format!("#{placeholder}"), name);
             match days {
                 Some(d) => {
-                    sets.push(format!("{name} = {value}"));
-                    update = update.expression_attribute_values(value, n(d));
+                    sets.push(format!("#{placeholder} = :{placeholder}"));
+                    update = update.expression_attribute_values(format!(":{placeholder}"), n(d));
                 }
-                None => removes.push(name),
+                None => removes.push(format!("#{placeholder}")),
             }
         }
         if policy.storage != Storage::Everything {
             let mut key = [0u8; 32];
             getrandom::getrandom(&mut key).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
             let sealed = sealer.seal(&key, IDENTITY_CONTEXT, id).await?;
-            sets.push(format!("{IDENTITY_KEY} = if_not_exists({IDENTITY_KEY}, :key)"));
-            update = update.expression_attribute_values(":key", AttributeValue::B(sealed.into()));
+            sets.push("#key = if_not_exists(#key, :key)".to_owned());
+            update = update
+                .expression_attribute_names("#key", IDENTITY_KEY)
+                .expression_attribute_values(":key", AttributeValue::B(sealed.into()));
         }
         let mut expression = format!("SET {}", sets.join(", "));
         if !removes.is_empty() {

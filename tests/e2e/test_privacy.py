@@ -1,0 +1,251 @@
+"""Data policies (issue 32) end to end, through the local API Gateway, several instances of
+each function and IAM enforced: a workspace set `redacted` with callctl stores none of the
+personal data its calls carry (operations A and B, calls answered 202 and committed later
+by commit-pending, a provider's webhook): a scan of every DynamoDB item and every S3 object
+(decompressed) finds none of the planted values. `metadata_only` keeps only the metadata.
+A request tightens its call's policy with X-Data-Policy; a policy that cannot be read is
+a 503 with nothing stored, never a default."""
+import json
+import random
+import string
+
+from devstack.stack import request, wait_for
+from devstack.storage import every_item, every_object
+from devstack.webhook_clients import fixture, post, signed
+
+
+def luhn_completed(digits):
+    """`digits` with the check digit that makes it pass Luhn."""
+    for check in "0123456789":
+        total = 0
+        for i, d in enumerate(reversed(digits + check)):
+            d = int(d)
+            total += (d * 2 - 9 if d * 2 > 9 else d * 2) if i % 2 else d
+        if total % 10 == 0:
+            return digits + check
+    raise AssertionError("no check digit")
+
+
+CARD = luhn_completed("453914880373612")
+PLANTED = {
+    "phone": "(628) 555-0193",
+    "spoken phone": "six two eight, five five five, oh one nine three",
+    "email": "dana.kowalski.e2e@fastmail.com",
+    "spoken email": "dana dot kowalski at fastmail dot com",
+    "card": f"{CARD[:4]} {CARD[4:8]} {CARD[8:12]} {CARD[12:]}",
+    "ssn": "078-05-1120",
+    "iban": "DE89 3704 0044 0532 0130 00",
+    "dob": "03/14/1985",
+    "caller": "+16285550193",
+}
+# The forms the values could be stored in besides their own: digits alone.
+NEEDLES = sorted({*PLANTED.values(), CARD, "6285550193", "078051120", "DE89370400440532013000",
+                  "kowalski"}, key=len)
+
+
+class Tenant:
+    """A workspace of its own with its policy, an agent and a key that may send and read."""
+
+    def __init__(self, stack, name, *policy):
+        self.stack = stack
+        self.ws = stack.ctl("workspace", "create", "--name", name)["id"]
+        stack.ctl("workspace", "limit", "--id", self.ws, "--per-second", 1000)
+        if policy:
+            shown = stack.ctl("workspace", "policy", "--id", self.ws, *policy)
+            assert shown["policy"]["storage"] in policy, shown
+        self.agent = stack.ctl("agent", "create", "--workspace", self.ws, "--remote-id", "bot", "--name", "Bot")["id"]
+        self.key = stack.ctl("key", "create", "--workspace", self.ws, "--name", "all",
+                             "--scope", "send", "--scope", "read")["token"]
+
+    def headers(self, extra=None):
+        return {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json", **(extra or {})}
+
+    def post_b(self, body, extra=None):
+        url = f"{self.stack.url}/api/v1/public/call?workspace_id={self.ws}&agent_remote_identifier=bot"
+        return request("POST", url, json.dumps(body).encode(), self.headers(extra))
+
+    def post_a(self, body):
+        return request("POST", f"{self.stack.url}/v1/calls", json.dumps(body).encode(), self.headers())
+
+    def read(self, call_id):
+        q = f"workspace_id={self.ws}&provider_call_id={call_id}"
+        return request("GET", f"{self.stack.url}/api/v1/public/call?{q}", None, self.headers())
+
+    def raw(self, id_):
+        return request("GET", f"{self.stack.url}/api/v1/public/call/{id_}/raw?workspace_id={self.ws}", None,
+                       self.headers())
+
+    def readable(self, call_id, within=45):
+        got = wait_for(lambda: (lambda a: a if a.status == 200 else None)(self.read(call_id)), within)
+        assert got and got.status == 200, (call_id, got)
+        return got
+
+
+def spoken_words(text, start_ms):
+    return [{"word": w.strip(","), "start_ms": start_ms + 400 * i, "end_ms": start_ms + 400 * i + 300}
+            for i, w in enumerate(text.split())]
+
+
+def body_b(call_id):
+    p = PLANTED
+    return {
+        "call_id": call_id, "call_type": "phone_call",
+        "start_timestamp": 1_763_700_000_000, "end_timestamp": 1_763_700_060_000,
+        "recording_url": "https://recordings.example.com/privacy.wav",
+        "caller_phone_number": p["caller"],
+        "call_status": "ended", "user_sentiment": "Positive", "call_cost": 0.21,
+        "transcript_with_tool_calls": [
+            {"role": "agent", "text": "Hi, what number can we reach you on?", "start_ms": 0, "end_ms": 1500},
+            {"role": "user", "text": f"it's {p['spoken phone']}", "start_ms": 2000, "end_ms": 6000,
+             "words": spoken_words(f"it's {p['spoken phone']}", 2000)},
+            {"role": "user", "text": f"or {p['phone']}, and my email is {p['spoken email']}",
+             "start_ms": 6500, "end_ms": 9000},
+            {"role": "agent_function", "text": "", "start_ms": 9100, "end_ms": 9200,
+             "tool": {"name": "verify", "params": {"email": p["email"], "ssn": p["ssn"]},
+                      "result": {"iban": p["iban"], "card": p["card"]}}},
+            {"role": "user", "text": f"I was born on {p['dob']}", "start_ms": 9500, "end_ms": 11000},
+        ],
+        "collected_dynamic_variables": {"iban": p["iban"]},
+        "call_analysis": {"summary": f"Caller gave SSN {p['ssn']} and card {p['card']}"},
+        "metadata": {"crm_note": f"email {p['email']}"},
+    }
+
+
+def plain_body(call_id):
+    """A call with no personal data (one an `everything` workspace may keep as sent)."""
+    return {"call_id": call_id, "call_type": "phone_call", "start_timestamp": 1_763_700_000_000,
+            "end_timestamp": 1_763_700_060_000, "recording_url": "https://recordings.example.com/c.wav",
+            "transcript_with_tool_calls": [{"role": "agent", "text": "Hello", "start_ms": 0, "end_ms": 900}]}
+
+
+def body_a(call_id, agent):
+    p = PLANTED
+    return {
+        "callId": call_id, "agentId": agent,
+        "startedAt": "2025-11-21T06:40:00Z", "endedAt": "2025-11-21T06:41:00Z",
+        "transcript": [
+            {"role": "user", "content": f"my card is {p['card']} and my phone {p['phone']}"},
+            {"role": "assistant", "content": f"I have {p['email']} on file"},
+        ],
+        "metadata": {"callerPhone": p["caller"], "note": f"ssn {p['ssn']}"},
+    }
+
+
+def vapi_report(call_id):
+    p = PLANTED
+    body = fixture("vapi_tools", **{"vapi-call-tools-1": call_id})
+    return (body.replace(b"What's my balance?", f"my card is {p['card']} and ssn {p['ssn']}".encode())
+            .replace(b"+15550100", p["caller"].encode()))
+
+
+def found_anywhere(stack, needles=NEEDLES):
+    """Every one of `needles` found in a DynamoDB item or an S3 object (decompressed)."""
+    found = []
+    for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
+        for item in every_item(stack, table):
+            text = b"".join(v if isinstance(v, bytes) else json.dumps(v).encode() for v in item.values())
+            found += [(table, item["pk"], n) for n in needles if n.encode() in text]
+    for key, data in every_object(stack):
+        found += [("s3", key, n) for n in needles if n.encode() in data]
+    return found
+
+
+def test_a_redacted_workspace_stores_no_planted_value_anywhere(stack):
+    t = Tenant(stack, "privacy-redacted", "--storage", "redacted")
+    answers = [t.post_b(body_b("red-b")), t.post_a(body_a("red-a", t.agent))]
+    # Answered 202 and committed later by commit-pending: its pending copy is the envelope.
+    stack.faults.add({"op": "PutItem", "fault": "throttle", "times": 1000, "table": stack.calls_table})
+    answers.append(t.post_b(body_b("red-pending")))
+    stack.faults.clear()
+    made = stack.ctl("webhook", "create", "--workspace", t.ws, "--provider", "vapi", "--api-url", stack.url,
+                     "--agent", "bot")
+    report = vapi_report("red-vapi")
+    answers.append(post(made["url"], report, signed("vapi", made["secret"], report)))
+    assert [a.status for a in answers] == [201, 201, 202, 200], answers
+
+    for call_id in ("red-b", "red-a", "red-pending", "red-vapi"):
+        got = t.readable(call_id)
+        doc = got.body["document"]
+        text = json.dumps(doc)
+        assert not [n for n in NEEDLES if n in text], (call_id, text)
+        assert doc["data_policy"]["storage"] == "redacted", doc["data_policy"]
+        raw = t.raw(got.body["id"])
+        assert raw.status == 200 and not [n for n in NEEDLES if n.encode() in raw.raw], raw
+    doc = t.read("red-b").body["document"]
+    segments = doc["call"]["transcript_with_tool_calls"]
+    assert segments[1]["text"] == "it's [PHONE_NUMBER]", segments[1]
+    assert segments[2]["text"] == "or [PHONE_NUMBER], and my email is [EMAIL]", segments[2]
+    assert segments[3]["tool"]["params"] == {"email": "[EMAIL]", "ssn": "[SSN]"}
+    assert segments[4]["text"] == "I was born on [DATE_OF_BIRTH]"
+    assert doc["call"]["caller_phone_number"] == "[PHONE_NUMBER]"
+    # The spoken number's words keep their times, and say where to bleep.
+    words = segments[1]["words"]
+    assert [w["word"] for w in words[1:]] == ["[PHONE_NUMBER]"] * 10 and words[1]["start_ms"] == 2400
+    assert {"start_ms": 2400, "end_ms": 6300, "kind": "phone_number"} in doc["redactions"], doc["redactions"]
+    # A replay is unchanged: the identity is the content as sent.
+    again = t.post_b(body_b("red-b"))
+    assert again.status == 200 and again.body["is_new"] is False, again
+    assert t.read("red-b").body["revision"] == 1
+
+    # The scan can see: a value an `everything` workspace stored, inline and in S3, is found.
+    control = Tenant(stack, "privacy-control")
+    small, large = plain_body("control-small"), plain_body("control-large")
+    small["call_analysis"] = {"summary": "control-marker-small"}
+    noise = "".join(random.Random(32).choices(string.ascii_letters, k=200_000))
+    large["call_analysis"] = {"summary": "control-marker-large " + noise}
+    assert control.post_b(small).status == 201 and control.post_b(large).status == 201
+    seen = found_anywhere(stack, ["control-marker-small", "control-marker-large"])
+    assert {n for _, _, n in seen} == {"control-marker-small", "control-marker-large"}, seen
+    assert any(where == "s3" for where, _, _ in seen), "the large call's frame is in S3"
+    assert found_anywhere(stack) == [], "no planted value in any item or object"
+
+
+def test_metadata_only_keeps_the_metadata_and_the_counts(stack):
+    t = Tenant(stack, "privacy-metadata", "--storage", "metadata_only")
+    assert t.post_b(body_b("meta-b")).status == 201
+    got = t.read("meta-b")
+    doc = got.body["document"]
+    assert set(doc["call"]) == {"call_id", "call_type", "start_timestamp", "end_timestamp", "duration_ms",
+                                "call_status", "user_sentiment", "call_cost"}, doc["call"]
+    assert doc["counts"] == {"segments": 5, "user_turns": 3, "agent_turns": 1, "tool_calls": 1, "words": 11}
+    assert doc["data_policy"] == {"storage": "metadata_only"}
+    assert doc["call"]["duration_ms"] == 60000 and doc["call"]["call_status"] == "ended"
+    raw = t.raw(got.body["id"])
+    assert raw.status == 200 and json.loads(raw.raw) == doc["call"], raw
+
+
+def test_a_request_tightens_its_calls_policy_and_never_loosens_it(stack):
+    t = Tenant(stack, "privacy-header")
+    tightened = t.post_b(body_b("tight-1"), {"X-Data-Policy": "redacted"})
+    assert tightened.status == 201, tightened
+    doc = t.read("tight-1").body["document"]
+    assert doc["data_policy"]["storage"] == "redacted" and "[SSN]" in json.dumps(doc)
+    plain = t.post_b(plain_body("plain-1"))
+    assert plain.status == 201 and "data_policy" not in t.read("plain-1").body["document"]
+    strict = Tenant(stack, "privacy-strict", "--storage", "metadata_only")
+    loosened = strict.post_b(body_b("loose-1"), {"X-Data-Policy": "everything"})
+    assert loosened.status == 201
+    assert strict.read("loose-1").body["document"]["data_policy"] == {"storage": "metadata_only"}
+    bad = t.post_b(body_b("bad-1"), {"X-Data-Policy": "nothing"})
+    assert bad.status == 422 and bad.body["errors"][0]["pointer"] == "/headers/x-data-policy", bad
+
+
+def test_a_policy_that_cannot_be_read_is_a_503_and_nothing_is_stored(stack):
+    t = Tenant(stack, "privacy-unread", "--storage", "redacted")
+    # Operation A reads its workspace's item alone; no instance has read it yet.
+    stack.faults.add({"op": "BatchGetItem", "fault": "internal", "times": 10_000,
+                      "table": stack.env["DIRECTORY_TABLE"], "contains": f'"WS#{t.ws}"'})
+    refused = t.post_a(body_a("unread-a", t.agent))
+    stack.faults.clear()
+    assert refused.status == 503, refused
+    assert t.read("unread-a").status == 404, "nothing stored"
+    assert t.post_a(body_a("unread-a", t.agent)).status == 201, "read once it can be"
+
+
+def test_me_shows_each_workspaces_policy(stack):
+    t = Tenant(stack, "privacy-me", "--storage", "redacted", "--retention-days", "30", "--raw-retention-days", "7",
+               "--pii-entities", "email,ssn")
+    me = request("GET", f"{stack.url}/api/v1/public/me", None, t.headers())
+    assert me.status == 200, me
+    assert me.body["data_policies"] == [{"workspace_id": int(t.ws), "policy": {
+        "storage": "redacted", "retention_days": 30, "raw_retention_days": 7, "pii_entities": ["email", "ssn"]}}]
