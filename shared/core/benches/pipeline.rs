@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use call_ingest_core::api::counts;
 use call_ingest_core::call::{self, CallDocument, Operation};
+use call_ingest_core::privacy::{self, Policy, Storage};
 use criterion::{Criterion, SamplingMode, Throughput};
 
 /// One benchmark input: a criterion group name, a label for the summary, and the body.
@@ -78,6 +79,16 @@ fn pipeline(c: &mut Criterion, inputs: &[Input]) {
             .sampling_mode(input.sampling);
         group.bench_function("value", |b| b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(body))));
         group.bench_function("ingest", |b| b.iter(|| call::ingest(Operation::CreateCall, black_box(body))));
+        // Ingest under a `redacted` data policy (issue 32): the identity of the content as
+        // sent, then every string of the call read by the rules and its values replaced.
+        let redacted = Policy { storage: Storage::Redacted, ..Policy::default() };
+        group.bench_function("ingest+redact", |b| {
+            b.iter(|| {
+                let mut doc = call::ingest(Operation::CreateCall, black_box(body)).expect("accepted");
+                privacy::apply(&mut doc, &redacted, b"bench identity key", "agt_bench");
+                doc
+            })
+        });
         // The count limits' pass alone (part of ingest): what refusing early costs a valid call.
         group.bench_function("counts", |b| b.iter(|| counts::check(black_box(body), counts::Layout::CREATE_CALL)));
         group.finish();
@@ -153,8 +164,9 @@ fn summary(dir: &Path, inputs: &[Input], since: SystemTime) {
     for input in inputs {
         let value = estimate_ns(dir, input.group, "value", since);
         let ingest = estimate_ns(dir, input.group, "ingest", since);
+        let redact = estimate_ns(dir, input.group, "ingest+redact", since);
         if let (Some(value), Some(ingest)) = (value, ingest) {
-            rows.push((input, value, ingest));
+            rows.push((input, value, ingest, redact));
         }
     }
     if rows.is_empty() {
@@ -168,20 +180,22 @@ fn summary(dir: &Path, inputs: &[Input], since: SystemTime) {
          >= {MIN_PEER_TIMES:.0}x the Pydantic peer)"
     );
     println!(
-        "{:<16} {:>9} {:>11} {:>11} {:>9} {:>9}  {:>6} {:>11} {:>8}",
-        "input", "bytes", "value MB/s", "ingest MB/s", "value ms", "ingest ms", "ratio", "peer ms", "x peer"
+        "{:<16} {:>9} {:>11} {:>11} {:>12} {:>9} {:>9}  {:>6} {:>11} {:>8}",
+        "input", "bytes", "value MB/s", "ingest MB/s", "redacted MB/s", "value ms", "ingest ms", "ratio", "peer ms",
+        "x peer"
     );
-    for (input, value, ingest) in rows {
+    for (input, value, ingest, redact) in rows {
         let ratio = ingest / value;
         let peer = peers.iter().find(|(label, _)| label == input.group).map(|(_, ms)| *ms);
         let times = peer.map(|ms| ms * 1e6 / ingest);
         let shortfall = ratio > MAX_RATIO || times.is_some_and(|t| t < MIN_PEER_TIMES);
         println!(
-            "{:<16} {:>9} {:>11.1} {:>11.1} {:>9.3} {:>9.3}  {:>6.2} {:>11} {:>8}{}",
+            "{:<16} {:>9} {:>11.1} {:>11.1} {:>12} {:>9.3} {:>9.3}  {:>6.2} {:>11} {:>8}{}",
             input.label,
             input.body.len(),
             mb_per_s(input.body.len(), value),
             mb_per_s(input.body.len(), ingest),
+            redact.map_or_else(|| "-".to_owned(), |ns| format!("{:.1}", mb_per_s(input.body.len(), ns))),
             value / 1e6,
             ingest / 1e6,
             ratio,
