@@ -27,7 +27,16 @@ async fn a_key_learns_its_workspace_scopes_and_public_id_a_session_its_workspace
     assert_eq!(a.status, 200, "{}", a.body);
     let token = f.key2.trim_start_matches("Bearer ");
     let public_id = call_ingest_store::directory::credentials::public_id(token);
-    assert_eq!(a.body, json!({"kind": "api_key", "public_id": public_id, "workspaces": [2], "scopes": ["send"]}));
+    let everything = json!({"storage": "everything", "retention_days": null, "raw_retention_days": null,
+        "pii_entities": ["phone_number", "email", "credit_card", "ssn", "iban", "date_of_birth"]});
+    let policies = |ids: &[u64]| -> Vec<serde_json::Value> {
+        ids.iter().map(|id| json!({"workspace_id": id, "policy": everything.clone()})).collect()
+    };
+    assert_eq!(
+        a.body,
+        json!({"kind": "api_key", "public_id": public_id, "workspaces": [2], "scopes": ["send"],
+               "data_policies": policies(&[2])})
+    );
     assert_eq!(a.header("cache-control"), Some("no-store"));
 
     let reader = d.create_api_key(1, "reader", Scopes::of([Scope::Read, Scope::Erase])).await.unwrap();
@@ -36,7 +45,11 @@ async fn a_key_learns_its_workspace_scopes_and_public_id_a_session_its_workspace
 
     let session = d.create_session("ada", &[2, 1], Duration::from_secs(600)).await.unwrap();
     let a = send(&f.backend, Endpoint::Me, me(Some(&format!("Bearer {}", session.token)), Method::GET)).await;
-    assert_eq!(a.body, json!({"kind": "session", "workspaces": [1, 2], "scopes": ["send", "read", "erase", "traces"]}));
+    assert_eq!(
+        a.body,
+        json!({"kind": "session", "workspaces": [1, 2], "scopes": ["send", "read", "erase", "traces"],
+               "data_policies": policies(&[1, 2])})
+    );
     f.t.delete().await;
 }
 
