@@ -16,6 +16,8 @@ import time
 import wave
 
 import pytest
+
+from devstack.stack import request
 from playwright import sync_api as playwright_sync
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -101,12 +103,12 @@ class Viewer:
         self.reader = key("read")
         self.sender = key("send")
 
-    def post(self, body, agent="front-desk"):
+    def post(self, body, agent="front-desk", headers=None):
         raw = json.dumps(body, separators=(",", ":")).encode()
         conn = http.client.HTTPConnection("127.0.0.1", self.stack.port, timeout=120)
         from urllib.parse import quote
         conn.request("POST", f"/api/v1/public/call?workspace_id={self.ws}&agent_remote_identifier={quote(agent)}",
-                     gzip.compress(raw), {"Authorization": f"Bearer {self.full}", "Content-Encoding": "gzip"})
+                     gzip.compress(raw), {"Authorization": f"Bearer {self.full}", "Content-Encoding": "gzip", **(headers or {})})
         answer = conn.getresponse()
         payload = json.loads(answer.read() or b"{}")
         conn.close()
@@ -220,8 +222,11 @@ def test_the_app_is_served_with_its_headers_and_the_me_endpoint_answers(stack, v
     assert (home.status, home.getheader("Location")) == (308, "/app/calls")
     conn.request("GET", "/api/v1/public/me", headers={"Authorization": f"Bearer {viewer.reader}"})
     me = conn.getresponse()
+    everything = {"storage": "everything", "retention_days": None, "raw_retention_days": None,
+                  "pii_entities": ["phone_number", "email", "credit_card", "ssn", "iban", "date_of_birth"]}
     assert me.status == 200 and json.loads(me.read()) | {"public_id": None} == {
-        "kind": "api_key", "public_id": None, "workspaces": [viewer.ws], "scopes": ["read"]}
+        "kind": "api_key", "public_id": None, "workspaces": [viewer.ws], "scopes": ["read"],
+        "data_policies": [{"workspace_id": viewer.ws, "policy": everything}]}
     conn.close()
 
 
@@ -430,6 +435,49 @@ def test_hostile_content_renders_as_inert_text(tab, viewer):
     assert page.locator("main script, main img, main iframe").count() == 0
     assert page.evaluate("window.__pwned") is None
     screenshot(page, "hostile.png")
+    assert tab.errors == [], tab.errors
+
+
+def test_a_redacted_call_shows_its_values_as_redacted_and_its_data_policy(tab, viewer):
+    body = viewer.call(minutes=1, seed=61, call_id="viewer-redacted")
+    user = next(s for s in body["transcript_with_tool_calls"] if s["role"] == "user" and s.get("words"))
+    said = "my number is (628) 555-0147 and my email is ada@example.com"
+    start = user["words"][0]["start_ms"]
+    user["text"] = said
+    user["words"] = [{"word": w, "start_ms": start + 300 * i, "end_ms": start + 300 * i + 250}
+                     for i, w in enumerate(said.split())]
+    id = viewer.post(body, headers={"X-Data-Policy": "redacted"})
+    page = tab.sign_in(viewer.reader, f"/app/calls/{id}?workspace={viewer.ws}")
+    page.wait_for_selector(".timeline .redacted")
+    kinds = page.eval_on_selector_all(".timeline .redacted", "es => es.map(e => [e.dataset.kind, e.textContent])")
+    assert ["phone_number", "phone number"] in kinds and ["email", "e-mail"] in kinds, kinds
+    # The redacted words keep their timing: each pill is inside its word, which seeks the recording.
+    assert page.eval_on_selector_all(".timeline .w > .redacted", "es => es.length") >= 2
+    facts = page.inner_text("main")
+    assert "Data policy" in facts and "redacted (phone_number, email, credit_card, ssn, iban, date_of_birth)" in facts
+    assert "555-0147" not in facts and "ada@example.com" not in facts
+    page.locator(".timeline .redacted").first.scroll_into_view_if_needed()
+    screenshot(page, "redacted.png")
+    assert page.locator("header .policy").count() == 0, "the viewer's workspace keeps everything"
+
+    # A workspace that keeps metadata only says so in the header, and its call page says what was not kept.
+    stack = viewer.stack
+    ws = stack.ctl("workspace", "create", "--name", "viewer-metadata")["id"]
+    stack.ctl("workspace", "policy", "--id", ws, "--storage", "metadata_only")
+    stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "front-desk", "--name", "viewer agent")
+    key = stack.ctl("key", "create", "--workspace", ws, "--name", "viewer", "--scope", "send", "--scope", "read")["token"]
+    posted = request("POST", f"{stack.url}/api/v1/public/call?workspace_id={ws}&agent_remote_identifier=front-desk",
+                     json.dumps(viewer.call(minutes=1, seed=62, call_id="viewer-metadata")).encode(),
+                     {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    assert posted.status == 201, posted
+    page.click("header button:has-text('Sign out')")
+    page = tab.sign_in(key, f"/app/calls/{posted.body['id']}?workspace={ws}")
+    page.wait_for_selector("header .policy")
+    assert page.inner_text("header .policy") == "metadata only"
+    page.wait_for_selector("h1")
+    main = page.inner_text("main")
+    assert "metadata only ·" in main and "words were not kept" in main and "kept as metadata only" in main
+    screenshot(page, "metadata-only.png")
     assert tab.errors == [], tab.errors
 
 

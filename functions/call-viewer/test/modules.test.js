@@ -5,6 +5,7 @@ import { test } from "node:test";
 
 import { diff } from "../app/js/diff.js";
 import { percentile } from "../app/js/latency.js";
+import { policyLine, redactedPieces } from "../app/js/redactions.js";
 import { aligned, itemsOf, wordAt } from "../app/js/timeline.js";
 import { attach, shares, span } from "../app/js/waterfall.js";
 
@@ -117,4 +118,25 @@ test("one absurd span squashes no waterfall, and a trace turn with no agent line
   assert.equal(attach(items, [greeting]).size, 0, "the agent line 19 s later is not the greeting's");
   // The same word written in two Unicode forms is one word.
   assert.deepEqual(aligned("Café crème", [{ text: "cafe\u0301" }, { text: "crème" }])?.map((p) => p.word), [0, null, 1]);
+});
+
+test("values a data policy replaced are pieces of their own, named by kind; other brackets are text", () => {
+  assert.deepEqual(redactedPieces("call [PHONE_NUMBER], or [EMAIL][SSN] [NAME]"), [
+    { text: "call ", kind: null, label: "" },
+    { text: "[PHONE_NUMBER]", kind: "phone_number", label: "phone number" },
+    { text: ", or ", kind: null, label: "" },
+    { text: "[EMAIL]", kind: "email", label: "e-mail" },
+    { text: "[SSN]", kind: "ssn", label: "social security number" },
+    { text: " [NAME]", kind: null, label: "" },
+  ]);
+  assert.deepEqual(redactedPieces(""), [{ text: "", kind: null, label: "" }]);
+  assert.equal(redactedPieces("[DATE_OF_BIRTH]").length, 1);
+});
+
+test("a call's data policy is said in its header; everything says nothing", () => {
+  assert.equal(policyLine({ schema_version: 1 }), null);
+  assert.equal(policyLine({ data_policy: { storage: "redacted", pii_entities: ["email", "ssn"] }, redactions: [{}, {}] }),
+    "redacted (email, ssn) · 2 stretches of audio said a value replaced");
+  assert.match(String(policyLine({ data_policy: { storage: "metadata_only" }, counts: { segments: 5, words: 11 } })),
+    /^metadata only · 5 segments, .* 11 words were not kept$/);
 });

@@ -8,6 +8,7 @@ import { appLink, audio, content, facts, fill, h, json, link, notice } from "./d
 import { diff } from "./diff.js";
 import { cost, duration, when } from "./format.js";
 import { chart } from "./latency.js";
+import { policyLine } from "./redactions.js";
 import { itemsOf, timeline, wordAt } from "./timeline.js";
 import { attach, breakdown, span } from "./waterfall.js";
 
@@ -98,9 +99,12 @@ export async function showCall(root, context, id) {
       ["Cost", cost(body.call_cost)],
       ["Models", models && typeof models === "object" ? content(Object.entries(models).map(([k, v]) => `${k} ${String(v)}`).join(" · ")) : null],
       ["Revision", `${call.revision} (${call.operation ?? doc.operation ?? ""})`],
+      ["Data policy", policyLine(doc)],
       ["Recording", body.recording_url === undefined ? null : link(body.recording_url, { id: "recording-link" })],
     ]),
-    player ? h("div", { class: "player" }, player) : notice("No playable recording (only http and https URLs play).", "info"),
+    player ? h("div", { class: "player" }, player)
+      : notice(doc.data_policy?.storage === "metadata_only" ? "No recording link: this call was kept as metadata only."
+        : "No playable recording (only http and https URLs play).", "info"),
     chart(points, length),
     breakdownSlot,
     h("h2", {}, `Timeline · ${items.length} items`),

@@ -47,7 +47,10 @@ async function route() {
 function whoIsIt(context) {
   const name = context.me.public_id ? `key ${context.me.public_id}` : "session";
   const scopes = context.me.scopes.join(", ");
-  if (context.me.workspaces.length < 2) return h("span", {}, `${name} · workspace ${context.workspace} · ${scopes}`);
+  // The workspace's data policy, when it keeps less than everything (README, "Data policies").
+  const storage = context.me.data_policies?.find((p) => p.workspace_id === context.workspace)?.policy?.storage;
+  const policy = storage && storage !== "everything" ? h("span", { class: "redacted policy", title: "this workspace's data policy" }, storage.replace("_", " ")) : null;
+  if (context.me.workspaces.length < 2) return h("span", {}, `${name} · workspace ${context.workspace} · ${scopes} `, policy);
   const pick = h(
     "select",
     {
@@ -57,7 +60,7 @@ function whoIsIt(context) {
     },
     ...context.me.workspaces.map((w) => h("option", { value: w, selected: w === context.workspace }, `workspace ${w}`)),
   );
-  return h("span", {}, `${name} · `, pick, ` · ${scopes}`);
+  return h("span", {}, `${name} · `, pick, ` · ${scopes} `, policy);
 }
 
 function showSignIn() {

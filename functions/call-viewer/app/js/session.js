@@ -7,7 +7,7 @@ const WHO = "call-ingest.me";
 
 /**
  * What `GET /api/v1/public/me` says of a credential.
- * @typedef {{kind: string, public_id?: string, workspaces: number[], scopes: string[]}} Me
+ * @typedef {{kind: string, public_id?: string, workspaces: number[], scopes: string[], data_policies?: {workspace_id: number, policy: {storage: string} | null}[]}} Me
  */
 
 /** @typedef {{token: string, me: Me}} Session */

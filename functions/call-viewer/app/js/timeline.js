@@ -8,6 +8,7 @@
 import { append, content, h, json } from "./dom.js";
 import { offset } from "./format.js";
 import { badges } from "./latency.js";
+import { withRedactions } from "./redactions.js";
 import { waterfall } from "./waterfall.js";
 
 /** Roles with a style of their own; any other role (content says it) is styled as `other`. */
@@ -110,12 +111,12 @@ function draw(item, index) {
   if (pieces) {
     // The text as sent (case and punctuation), its words where the timings found them.
     for (const p of pieces) {
-      append(words, [p.word === null ? p.text : h("span", { class: "w", "data-w": item.firstWord + p.word, "data-t": item.words[p.word].start }, p.text)]);
+      append(words, p.word === null ? withRedactions(p.text) : [h("span", { class: "w", "data-w": item.firstWord + p.word, "data-t": item.words[p.word].start }, ...withRedactions(p.text))]);
     }
   } else if (item.words.length) {
-    item.words.forEach((w, i) => append(words, [h("span", { class: "w", "data-w": item.firstWord + i, "data-t": w.start }, w.text), " "]));
+    item.words.forEach((w, i) => append(words, [h("span", { class: "w", "data-w": item.firstWord + i, "data-t": w.start }, ...withRedactions(w.text)), " "]));
   } else {
-    append(words, [item.text]);
+    append(words, withRedactions(item.text));
   }
   return h("div", { class: `turn ${ROLES.has(item.role) ? item.role : "other"}`, "data-item": index },
     h("div", { class: "turn-head" },
