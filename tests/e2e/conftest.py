@@ -14,7 +14,10 @@ CACHE_TTL_SECS = 2
 @pytest.fixture(scope="session")
 def stack():
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "call-ingest-e2e-stack.log"), "w")
-    with Stack(instances=INSTANCES, log=log, env={"DIRECTORY_CACHE_TTL_SECS": str(CACHE_TTL_SECS)}) as s:
+    # A retention day of 2 s: the retention test's calls expire within seconds (only the
+    # local stack may shorten it; template.rs asserts AWS never does).
+    env = {"DIRECTORY_CACHE_TTL_SECS": str(CACHE_TTL_SECS), "RETENTION_DAY_SECONDS": "2"}
+    with Stack(instances=INSTANCES, log=log, env=env) as s:
         yield s
 
 

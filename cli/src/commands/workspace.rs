@@ -93,8 +93,7 @@ impl Command {
                 if let Some(list) = pii_entities {
                     policy.pii_entities = Kinds::parse(&list).map_err(|e| anyhow!("--pii-entities: {e}"))?;
                 }
-                let sealer = backend.sealer().ok_or_else(|| anyhow!("no KMS client"))?;
-                backend.directory().set_policy(id, policy, sealer).await?
+                backend.directory().set_policy(id, policy, backend.sealer()).await?
             }
         };
         let limit = match workspace.rate_limit {

@@ -181,7 +181,15 @@ fn summary(dir: &Path, inputs: &[Input], since: SystemTime) {
     );
     println!(
         "{:<16} {:>9} {:>11} {:>11} {:>12} {:>9} {:>9}  {:>6} {:>11} {:>8}",
-        "input", "bytes", "value MB/s", "ingest MB/s", "redacted MB/s", "value ms", "ingest ms", "ratio", "peer ms",
+        "input",
+        "bytes",
+        "value MB/s",
+        "ingest MB/s",
+        "redacted MB/s",
+        "value ms",
+        "ingest ms",
+        "ratio",
+        "peer ms",
         "x peer"
     );
     for (input, value, ingest, redact) in rows {

@@ -41,6 +41,23 @@ impl std::fmt::Debug for Backend {
     }
 }
 
+/// Calls past retention erased at once, and found per listing read.
+pub const RETENTION_PARALLEL: usize = 4;
+const RETENTION_BATCH: usize = 100;
+
+/// What a retention sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RetentionSweep {
+    /// Workspaces with a retention.
+    pub workspaces: usize,
+    /// Calls erased.
+    pub erased: usize,
+    /// Erases that failed (tried again by the next run).
+    pub failed: usize,
+    /// The deadline came first: the next run goes on.
+    pub unfinished: bool,
+}
+
 impl Backend {
     /// An instance over existing DynamoDB and S3 clients.
     pub fn new(config: Config, client: aws_sdk_dynamodb::Client, s3: aws_sdk_s3::Client) -> Self {
@@ -132,6 +149,50 @@ impl Backend {
         let lookup = crate::directory::Lookup::default();
         let budget = self.send_budget(&lookup);
         self.store().sweep_pending(before_ms, deadline, &budget).await
+    }
+
+    /// Erases the calls past their workspace's retention (`calls::retention`), each through
+    /// the erase path, [`RETENTION_PARALLEL`] at a time, starting none after `deadline`.
+    /// `now_ms` is the time to count from (tests move it ahead); a workspace's `day_ms`
+    /// is a day's length (86,400,000 but where `RETENTION_DAY_SECONDS` shortens it, which
+    /// only the local stack may do).
+    pub async fn sweep_retention(
+        &self,
+        now_ms: u64,
+        deadline: std::time::Instant,
+    ) -> Result<RetentionSweep, crate::calls::StoreError> {
+        use futures_util::StreamExt;
+        let mut sweep = RetentionSweep::default();
+        let day_ms = self.config.retention_day_ms;
+        for (workspace_id, policy) in self.directory().retention_policies().await? {
+            let Some(days) = policy.retention_days else { continue };
+            sweep.workspaces += 1;
+            let cutoff = now_ms.saturating_sub(u64::from(days) * day_ms);
+            loop {
+                if std::time::Instant::now() >= deadline {
+                    sweep.unfinished = true;
+                    return Ok(sweep);
+                }
+                let expired = self.store().expired(workspace_id, cutoff, RETENTION_BATCH).await?;
+                if expired.is_empty() {
+                    break;
+                }
+                let erases = futures_util::stream::iter(expired.iter())
+                    .map(|c| self.store().erase_everything(workspace_id, &c.call_id, c.id))
+                    .buffer_unordered(RETENTION_PARALLEL)
+                    .collect::<Vec<_>>()
+                    .await;
+                let failed = erases.iter().filter(|e| e.is_err()).count();
+                sweep.erased += erases.len() - failed;
+                sweep.failed += failed;
+                if failed > 0 {
+                    // Left for the next run (an erase cut short is finished by the next one).
+                    tracing::warn!(workspace_id, failed, "calls past retention not erased yet");
+                    break;
+                }
+            }
+        }
+        Ok(sweep)
     }
 
     /// Moves the held reports whose agent now exists to `pending/` (`calls::held`): the hook

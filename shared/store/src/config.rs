@@ -45,6 +45,10 @@ pub struct Config {
     /// `HOOK_KEY_ID`: the KMS key (id, ARN or alias) that seals webhook secrets (default
     /// `alias/call-ingest-webhooks`).
     pub hook_key_id: String,
+    /// A day's length for retention, in ms: 86,400,000, unless `RETENTION_DAY_SECONDS`
+    /// shortens it, which only the local stack does (its tests' calls expire in seconds;
+    /// `template.rs` asserts AWS never sets it).
+    pub retention_day_ms: u64,
 }
 
 /// A value that is never printed (`Debug` shows its length only).
@@ -121,6 +125,7 @@ impl Config {
             )? as u32,
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
+            retention_day_ms: number("RETENTION_DAY_SECONDS", 86_400, 1, 86_400)? * 1000,
             hook_key_id: get("HOOK_KEY_ID").filter(|v| !v.is_empty()).unwrap_or_else(|| DEFAULT_HOOK_KEY.to_owned()),
             cursor_secret: match get("CURSOR_SECRET").filter(|v| !v.is_empty()) {
                 None => None,

@@ -40,28 +40,15 @@ pub async fn answer(
     let id = path_id(request).ok_or_else(problems::call_not_found)?;
     let removed = match locate(backend, workspace_id, Some(id)).await? {
         Some(call_id) => {
-            // Its traces first, while the call exists to join them (`store::traces`); then
-            // again after, for a trace that joined it meanwhile.
-            let traces =
-                |_| storage_problem(StoreError::Unavailable("its traces".into()), "the call could not be erased");
-            let store = backend.store();
-            Box::pin(store.erase_traces(workspace_id, &call_id, id)).await.map_err(|e| {
-                tracing::warn!(error = %e, "traces not erased");
-                traces(e)
-            })?;
-            let erase = backend.store().erase_call(workspace_id, &call_id, id);
+            // Its traces, the call, then traces that joined it meanwhile (`erase_everything`).
             // A call with a great deal to remove (hundreds of pending sends gathered while an
             // earlier erase was cut short) is erased over several requests: what one removed
             // stays removed, and a 503 with Retry-After comes before the function's timeout.
+            let erase = backend.store().erase_everything(workspace_id, &call_id, id);
             let erased = tokio::time::timeout(ERASE_BUDGET, erase).await.unwrap_or_else(|_| {
                 Err(StoreError::Unavailable(format!("not finished within {} s", ERASE_BUDGET.as_secs())))
             });
-            let items = erased.map_err(|e| storage_problem(e, "the call could not be erased"))?.items;
-            Box::pin(store.erase_traces(workspace_id, &call_id, id)).await.map_err(|e| {
-                tracing::warn!(error = %e, "traces joined during the erase not erased");
-                traces(e)
-            })?;
-            items
+            erased.map_err(|e| storage_problem(e, "the call could not be erased"))?
         }
         _ => 0,
     };

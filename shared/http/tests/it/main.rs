@@ -15,4 +15,5 @@ mod openapi;
 mod rate_limits;
 #[path = "../requests/mod.rs"]
 mod requests;
+mod retention;
 mod traces;

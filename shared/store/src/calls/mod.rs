@@ -30,6 +30,7 @@ mod migrate;
 pub mod pending;
 pub mod query;
 mod read;
+pub mod retention;
 mod revise;
 mod submission;
 pub mod tables;

@@ -26,6 +26,12 @@ const RETENTION_DAYS: &str = "retention_days";
 const RAW_RETENTION_DAYS: &str = "raw_retention_days";
 const PII_ENTITIES: &str = "pii_entities";
 const IDENTITY_KEY: &str = "identity_key";
+/// The item that lists the workspaces with a retention (`retention_ids`, a number set):
+/// what the retention sweep reads first.
+const REGISTRY_PK: &str = "POLICIES";
+const REGISTRY_SK: &str = "RETENTION";
+const REGISTERED: &str = "retention_ids";
+
 /// What the identity key's seal binds (the sealing's "hook" slot): no hook has this id.
 const IDENTITY_CONTEXT: &str = "workspace-identity";
 
@@ -57,6 +63,11 @@ pub fn policy_of(item: &Item) -> Result<Policy, String> {
     };
     policy.check()?;
     Ok(policy)
+}
+
+/// The workspace id a workspace item's key names (`WS#<id>`).
+fn workspace_of(item: &Item) -> Option<u64> {
+    field_s(item, "pk")?.strip_prefix("WS#")?.parse().ok()
 }
 
 fn sealed_key_of(item: &Item) -> Option<Vec<u8>> {
@@ -124,7 +135,7 @@ impl Directory {
     /// Sets the data policy of workspace `id` (checked first). A policy other than
     /// `everything` gives the workspace its identity key, once. Instances see the change
     /// within their cache's lifetime (60 s): it applies to calls received after that.
-    pub async fn set_policy(&self, id: u64, policy: Policy, sealer: &Sealer) -> Result<Workspace, AdminError> {
+    pub async fn set_policy(&self, id: u64, policy: Policy, sealer: Option<&Sealer>) -> Result<Workspace, AdminError> {
         policy.check().map_err(AdminError::Invalid)?;
         // Every attribute by a name placeholder: `storage` is one of DynamoDB's reserved words.
         let mut sets = vec!["#storage = :storage".to_owned(), "#pii = :pii".to_owned()];
@@ -140,10 +151,9 @@ impl Directory {
             .expression_attribute_names("#pii", PII_ENTITIES)
             .expression_attribute_values(":storage", s(policy.storage.as_str()))
             .expression_attribute_values(":pii", s(policy.pii_entities.names().join(",")));
-        for (name, days, placeholder) in [
-            (RETENTION_DAYS, policy.retention_days, "days"),
-            (RAW_RETENTION_DAYS, policy.raw_retention_days, "raw"),
-        ] {
+        for (name, days, placeholder) in
+            [(RETENTION_DAYS, policy.retention_days, "days"), (RAW_RETENTION_DAYS, policy.raw_retention_days, "raw")]
+        {
             update = update.expression_attribute_names(format!("#{placeholder}"), name);
             match days {
                 Some(d) => {
@@ -154,6 +164,7 @@ impl Directory {
             }
         }
         if policy.storage != Storage::Everything {
+            let sealer = sealer.ok_or_else(|| AdminError::Invalid("sealing the identity key needs KMS".into()))?;
             let mut key = [0u8; 32];
             getrandom::getrandom(&mut key).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
             let sealed = sealer.seal(&key, IDENTITY_CONTEXT, id).await?;
@@ -173,7 +184,47 @@ impl Directory {
             }
             Err(e) => return Err(StoreError::from_sdk(e).into()),
         }
+        // Listed for the retention sweep while it has a retention (after the policy: a sweep
+        // reading the list finds the policy that put it there).
+        let change = if policy.retention_days.is_some() { "ADD" } else { "DELETE" };
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(REGISTRY_PK))
+            .key("sk", s(REGISTRY_SK))
+            .update_expression(format!("{change} {REGISTERED} :id"))
+            .expression_attribute_values(":id", AttributeValue::Ns(vec![id.to_string()]))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
         self.workspace(id).await?.ok_or(AdminError::NoWorkspace(id))
+    }
+
+    /// The workspaces with a retention, and their policies (read now, not cached: the
+    /// retention sweep's).
+    pub async fn retention_policies(&self) -> Result<Vec<(u64, Policy)>, StoreError> {
+        let ids: Vec<u64> =
+            match self.get(REGISTRY_PK.to_owned(), REGISTRY_SK).await?.and_then(|i| i.get(REGISTERED).cloned()) {
+                Some(AttributeValue::Ns(ids)) => ids.iter().filter_map(|id| id.parse().ok()).collect(),
+                _ => Vec::new(),
+            };
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(100) {
+            let pks: Vec<String> = chunk.iter().map(|id| workspace_pk(*id)).collect();
+            let keys: Vec<(&str, &str)> = pks.iter().map(|pk| (pk.as_str(), WORKSPACE_SK)).collect();
+            for item in self.batch_get(&keys).await? {
+                let (Some(id), Ok(policy)) =
+                    (field_u64(&item, "workspace_id").or_else(|| workspace_of(&item)), policy_of(&item))
+                else {
+                    continue;
+                };
+                if policy.retention_days.is_some() {
+                    out.push((id, policy));
+                }
+            }
+        }
+        out.sort_by_key(|(id, _)| *id);
+        Ok(out)
     }
 }
 

@@ -452,3 +452,19 @@ fn senders_open_only_identity_keys() {
         );
     }
 }
+
+/// The retention sweep (issue 32) runs on a schedule in the function that erases, may query
+/// only the listing index besides what it had, and counts real days: the local stack's
+/// shortened day (`RETENTION_DAY_SECONDS`) is never set in AWS.
+#[test]
+fn retention_runs_on_a_schedule_counting_real_days() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
+    assert!(!text.contains("RETENTION_DAY_SECONDS"), "a shortened day is the local stack's only");
+    let t = template();
+    let erase = &t["Resources"]["EraseCallFunction"]["Properties"];
+    assert_eq!(erase["Events"]["Retention"]["Type"], "Schedule");
+    let statements = erase["Policies"][0]["Statement"].as_array().unwrap();
+    let find = statements.iter().find(|s| s["Sid"] == "FindExpiredCalls").expect("FindExpiredCalls");
+    assert_eq!(find["Action"], serde_json::json!(["dynamodb:Query"]));
+    assert_eq!(find["Resource"]["Fn::Sub"], "${CallsTable.Arn}/index/by-workspace-listed");
+}

@@ -1,0 +1,75 @@
+//! Retention (issue 32): the sweep erases the calls past their workspace's `retention_days`
+//! (counted from `created_at`) through the erase path, and nothing else: the clock is moved
+//! ahead by handing the sweep a later "now", against the local DynamoDB and S3.
+
+use std::time::{Duration, Instant};
+
+use crate::requests::*;
+use call_ingest_core::privacy::Policy;
+use call_ingest_core::Operation;
+use call_ingest_store::directory::scopes::Scopes;
+use serde_json::json;
+use testkit::two_workspaces;
+
+const DAY_MS: u64 = 86_400_000;
+
+#[tokio::test]
+async fn calls_past_retention_are_erased_with_their_frames_and_nothing_else() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[("RATE_LIMIT_PER_SECOND", "1000")]).await;
+    let d = f.backend.directory();
+    d.set_policy(1, Policy { retention_days: Some(30), ..Policy::default() }, None).await.unwrap();
+    let post = |key: &str, workspace: &'static str, call_id: &str, large: bool| {
+        let mut body = create_call_body(call_id);
+        if large {
+            // Incompressible: its frame is kept in S3, not inline.
+            let mut x = 0x9E37_79B9_7F4A_7C15u64;
+            let noise: String = (0..200_000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    char::from(b'a' + (x % 26) as u8)
+                })
+                .collect();
+            body["call_analysis"] = json!({"notes": noise});
+        }
+        let q = [("workspace_id", workspace), ("agent_remote_identifier", "desk")];
+        let request = request(Operation::CreateCall, Some(key), &q, &body);
+        let backend = &f.backend;
+        async move { send(backend, Operation::CreateCall, request).await }
+    };
+    for (key, ws, call_id, large) in
+        [(&f.key1, "1", "kept-a-while", false), (&f.key1, "1", "large", true), (&f.key2, "2", "no-retention", false)]
+    {
+        let a = post(key, ws, call_id, large).await;
+        assert_eq!(a.status, 201, "{call_id}: {}", a.body);
+    }
+    let frames = || async { f.t.objects().await.into_iter().filter(|k| k.starts_with("frames/")).count() };
+    assert_eq!(frames().await, 1, "the large call's frame is in S3");
+    let store = f.backend.store();
+    let deadline = || Instant::now() + Duration::from_secs(20);
+    let now = call_ingest_store::calls::now_ms();
+
+    // 29 days on: nothing is past 30 days.
+    let sweep = f.backend.sweep_retention(now + 29 * DAY_MS, deadline()).await.unwrap();
+    assert_eq!((sweep.workspaces, sweep.erased, sweep.failed), (1, 0, 0), "{sweep:?}");
+    assert!(store.get_call(1, "kept-a-while", false).await.unwrap().is_some());
+
+    // 31 days on: workspace 1's calls are erased, frames too; workspace 2 keeps its call.
+    let sweep = f.backend.sweep_retention(now + 31 * DAY_MS, deadline()).await.unwrap();
+    assert_eq!((sweep.erased, sweep.failed, sweep.unfinished), (2, 0, false), "{sweep:?}");
+    for call_id in ["kept-a-while", "large"] {
+        assert!(store.get_call(1, call_id, false).await.unwrap().is_none(), "{call_id} erased");
+    }
+    assert!(store.get_call(2, "no-retention", false).await.unwrap().is_some(), "no retention, kept");
+    assert_eq!(frames().await, 0, "no frame left in S3");
+    // Erased as an erase by id erases: the provider call id stores a new call.
+    let again = post(&f.key1, "1", "kept-a-while", false).await;
+    assert_eq!((again.status, again.body["is_new"].clone()), (201, json!(true)), "{}", again.body);
+
+    // A retention removed: the sweep passes the workspace by.
+    d.set_policy(1, Policy::default(), None).await.unwrap();
+    let sweep = f.backend.sweep_retention(now + 400 * DAY_MS, deadline()).await.unwrap();
+    assert_eq!((sweep.workspaces, sweep.erased), (0, 0), "{sweep:?}");
+    f.t.delete().await;
+}
