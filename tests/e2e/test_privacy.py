@@ -227,6 +227,18 @@ def test_a_request_tightens_its_calls_policy_and_never_loosens_it(stack):
     loosened = strict.post_b(body_b("loose-1"), {"X-Data-Policy": "everything"})
     assert loosened.status == 201
     assert strict.read("loose-1").body["document"]["data_policy"] == {"storage": "metadata_only"}
+    # The strictest policy a call ever had binds its later revisions: sent again without the
+    # header, changed, it is stored as metadata only; a replay of that is unchanged.
+    assert t.post_b(body_b("bound-1"), {"X-Data-Policy": "metadata_only"}).status == 201
+    changed = body_b("bound-1")
+    changed["call_status"] = "transferred"
+    for _ in range(2):
+        assert t.post_b(changed).status == 200
+    got = t.read("bound-1").body
+    assert got["revision"] == 2, got
+    assert got["document"]["data_policy"] == {"storage": "metadata_only"}, got["document"]
+    assert got["document"]["call"]["call_status"] == "transferred"
+    assert not [n for n in NEEDLES if n in json.dumps(got)], got
     bad = t.post_b(body_b("bad-1"), {"X-Data-Policy": "nothing"})
     assert bad.status == 422 and bad.body["errors"][0]["pointer"] == "/headers/x-data-policy", bad
 

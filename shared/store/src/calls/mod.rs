@@ -82,6 +82,9 @@ struct Attempt<'a> {
     met_erase: bool,
     /// The call an attempt of it sent a revision to (landed or not, as far as it knows).
     wrote_into: Option<u64>,
+    /// The call was found stored under a stricter data policy than the submission's, before
+    /// any item of it was written: it is to be restricted and committed again.
+    stricter: Option<call_ingest_core::privacy::Storage>,
 }
 
 impl Attempt<'_> {
@@ -195,8 +198,7 @@ impl Store {
     /// Stores a submission: creates the call, leaves it as it is, or adds a revision.
     /// `raw` is the request body exactly as received.
     pub async fn put_call(&self, owner: Owner<'_>, doc: &CallDocument, raw: &[u8]) -> Result<Stored, StoreError> {
-        let sub = Submission::prepare(owner, doc, raw, &Receipt::now()?)?;
-        self.commit(owner, doc.call_id(), sub, Path::Direct, None).await?.ok_or_else(dropped)
+        self.commit_bound(owner, doc, raw, &Receipt::now()?, Path::Direct, None).await?.ok_or_else(dropped)
     }
 
     /// [`Store::put_call`] of the submission `receipt`, with at most `budget` for S3 and
@@ -211,8 +213,7 @@ impl Store {
         receipt: &Receipt,
         budget: Duration,
     ) -> Result<Stored, StoreError> {
-        let sub = Submission::prepare(owner, doc, raw, receipt)?;
-        self.commit(owner, doc.call_id(), sub, Path::Direct, Some(budget)).await?.ok_or_else(dropped)
+        self.commit_bound(owner, doc, raw, receipt, Path::Direct, Some(budget)).await?.ok_or_else(dropped)
     }
 
     /// [`Store::put_call`], for the pending copy of submission `receipt`, committed later:
@@ -225,8 +226,34 @@ impl Store {
         raw: &[u8],
         receipt: &Receipt,
     ) -> Result<Option<Stored>, StoreError> {
+        self.commit_bound(owner, doc, raw, receipt, Path::Pending, None).await
+    }
+
+    /// Commits `doc` (its body `raw`); when the call was stored under a stricter data policy
+    /// than this submission's (issue 32: the strictest policy a call ever had binds its later
+    /// revisions), commits it again restricted to that policy, keeping its identity (a
+    /// replay of it is still known) under a token of its own.
+    async fn commit_bound(
+        &self,
+        owner: Owner<'_>,
+        doc: &CallDocument,
+        raw: &[u8],
+        receipt: &Receipt,
+        path: Path,
+        budget: Option<Duration>,
+    ) -> Result<Option<Stored>, StoreError> {
         let sub = Submission::prepare(owner, doc, raw, receipt)?;
-        self.commit(owner, doc.call_id(), sub, Path::Pending, None).await
+        let identity = sub.digest.clone();
+        let mut stricter = None;
+        let result = self.commit(owner, doc.call_id(), sub, path, budget, &mut stricter).await;
+        let Some(storage) = stricter else { return result };
+        let mut bound = doc.clone();
+        call_ingest_core::privacy::restrict(&mut bound, storage, call_ingest_core::privacy::Kinds::all());
+        bound.identity = Some(identity);
+        let raw = call_ingest_core::privacy::stored_raw(&bound, raw);
+        let sub = Submission::prepare(owner, &bound, &raw, &Receipt::new(receipt.received_ms)?)?;
+        let mut again = None;
+        self.commit(owner, doc.call_id(), sub, path, budget, &mut again).await
     }
 
     /// Whether the frame `sub` may have written is unused once its commit answered `result`
@@ -282,6 +309,7 @@ impl Store {
         mut sub: Submission,
         path: Path,
         budget: Option<Duration>,
+        stricter: &mut Option<call_ingest_core::privacy::Storage>,
     ) -> Result<Option<Stored>, StoreError> {
         let external = sub.external.take().map(|(key, frame)| (key, bytes::Bytes::from(frame)));
         // A pending copy's frame may have been written by its direct write already.
@@ -292,6 +320,7 @@ impl Store {
             maybe_applied: false,
             met_erase: false,
             wrote_into: None,
+            stricter: None,
         };
         // The verdict, and whether the frame it wrote is unused: within `budget`. Only S3's
         // removal of that frame comes after, uncut: cut part-way, a removal could still land
@@ -309,6 +338,15 @@ impl Store {
                 Err(_) => return Err(StoreError::Unavailable(format!("not stored within {} ms", budget.as_millis()))),
             },
         };
+        if let Some(storage) = attempt.stricter {
+            // Found stored under a stricter policy before anything of it was written but its
+            // frame (a head that tightened after the frame was put): no item names the frame.
+            if let (true, Some((key, _))) = (attempt.wrote_frame, &external) {
+                self.frames.erase(key).await?;
+            }
+            *stricter = Some(storage);
+            return result;
+        }
         if let (true, true, Some((key, _))) = (unused, attempt.wrote_frame, &external) {
             if let Err(e) = self.frames.erase(key).await {
                 // A pending copy is kept until its frame is blanked: deleted with the frame
@@ -413,6 +451,11 @@ impl Store {
             if head.as_ref().is_some_and(is_erasing) {
                 // Being erased: no frame is written for a submission that must wait.
                 return Err(StoreError::Unavailable("the call is being erased".into()));
+            }
+            if let Some(storage) = head.as_ref().and_then(|h| sub.bound_by(h)) {
+                // Stored under a stricter policy: no frame of this content is written.
+                attempt.stricter = Some(storage);
+                return Err(StoreError::Unavailable("the call is stored under a stricter data policy".into()));
             }
             let mut head = head;
             for round in 0..MAX_ATTEMPTS {
@@ -573,6 +616,12 @@ impl Store {
                     // direct write may still land a revision naming it.
                     return unchanged(&head, requests).map(Some);
                 }
+            }
+            if let Some(storage) = sub.bound_by(&head) {
+                // The call was stored under a stricter data policy: this content, restricted
+                // to it, is committed instead (`commit_bound`); nothing of it was written.
+                attempt.stricter = Some(storage);
+                return Err(StoreError::Unavailable("the call is stored under a stricter data policy".into()));
             }
             requests += 1;
             // One clock orders submissions: when they were received (a direct one's too). A

@@ -4,6 +4,8 @@
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use call_ingest_core::privacy::Storage;
+
 use super::frames::{self, Frames};
 use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, COMMITTED, FRAME_KEY, PIECES};
 use super::{codec, now_ms, random_hex, Owner, StoreError};
@@ -139,6 +141,14 @@ impl Submission {
         Ok(Submission { pk, digest, token, attributes, external, bytes, received_ms: now })
     }
 
+    /// The stricter data policy `head` was stored under than this submission's, if any:
+    /// the strictest policy a call ever had binds its later revisions (issue 32). Heads
+    /// keep the strictest their call had (`Submission::head`).
+    pub fn bound_by(&self, head: &Item) -> Option<Storage> {
+        let stored = storage_of(head);
+        (stored > storage_of(&self.attributes)).then_some(stored)
+    }
+
     /// Whether `head` records this submission's content as kept below it: a provider's
     /// event of an earlier stage, inserted late, whose replays (under other tokens) change
     /// nothing. Only events with a stage are marked: an operation's submission of content
@@ -217,6 +227,11 @@ const STAGE: &str = "stage";
 /// On a head or revision stored under a policy other than `everything`: its storage
 /// (`redacted`, `metadata_only`).
 pub const STORAGE: &str = "storage";
+
+/// The data policy an item was stored under (`everything` when it says none).
+pub fn storage_of(item: &Item) -> Storage {
+    get_s(item, STORAGE).and_then(Storage::parse).unwrap_or_default()
+}
 
 /// The provider and stage of a webhook event's item; stages compare within one provider
 /// only (an operation's submission has none, and takes its usual place).
