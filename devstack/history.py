@@ -49,7 +49,7 @@ STAGES = {"webhook_ended": 1, "webhook_analyzed": 2}
 # late write (the fault layer's `late`, a few seconds).
 HORIZON = 40.0
 RULES = ("lost", "duplicated", "current", "erased_readable", "is_new_twice", "server_error", "not_committed",
-         "orphan", "unreadable", "span_lost", "span_foreign")
+         "orphan", "unreadable", "span_lost", "span_foreign", "personal_data_stored")
 
 
 @dataclass(eq=False)
@@ -148,6 +148,10 @@ def check(ops, final, settle_seconds=None, horizon=HORIZON, seed=None):
         detail = f"{where}{message} ({replay})" + (f"\n{lines}" if lines else "")
         out.append(Violation(rule, call, detail, list(history)))
 
+    # The run's workspace is `redacted` (issue 32): a planted value found in any item or
+    # object (`final["personal_data"]`: where, key, value) was stored unredacted.
+    for where, key, value in final.get("personal_data", []):
+        violation("personal_data_stored", None, f"{value!r} is stored in {where} {key}")
     marker_call = {op.marker: op.call for op in ops if op.marker}
     for call, history in sorted(by_call.items()):
         state = calls.get(call, {"revisions": [], "readable": False})

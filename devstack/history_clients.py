@@ -40,6 +40,15 @@ def retell_signature(secret, body, at_ms=None):
     return webhook_clients.signed("retell", secret, body, at_ms)
 
 
+# Personal data in every call the history run sends (issue 32): its workspace is `redacted`,
+# so none of these may be found in any item or object once the run is over (the rule
+# `personal_data_stored`), in any form they could be kept in.
+PLANTED = {"phone": "+16285550117", "card": "4539 1488 0373 6122", "email": "history.caller@fastmail.com",
+           "ssn": "078-05-1120"}
+PLANTED_NOTE = f"call back on {PLANTED['phone']} or mail {PLANTED['email']}, ssn {PLANTED['ssn']}"
+PLANTED_FORMS = sorted({*PLANTED.values(), "6285550117", "4539148803736122", "078051120"})
+
+
 def retell_event(event, call_id, marker):
     """Retell's `call_ended` or `call_analyzed` payload (the fixtures of the provider
     mapping's tests) for `call_id`, carrying `marker` in its metadata (kept in the stored
@@ -49,6 +58,7 @@ def retell_event(event, call_id, marker):
     call = payload["call"]
     call["call_id"] = call_id
     call.setdefault("metadata", {})["history_marker"] = marker
+    call["metadata"]["caller_note"] = PLANTED_NOTE
     if "call_analysis" in call:
         call["call_analysis"]["call_summary"] = f"{call['call_analysis']['call_summary']} {marker}"
     return json.dumps(payload, separators=(",", ":")).encode()

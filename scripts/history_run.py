@@ -47,9 +47,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from devstack import history
-from devstack.storage import aws, unpacked
+from devstack.storage import aws, every_item, every_object, unpacked
 from devstack.history import HORIZON, Op, Timing
-from devstack.history_clients import Clients, Recorder, export_body, retell_event, retell_hook, trace_of
+from devstack.history_clients import (PLANTED, PLANTED_FORMS, PLANTED_NOTE, Clients, Recorder, export_body, retell_event,
+                                      retell_hook, trace_of)
 
 CALLS = 4
 HOOK_CALLS = 2
@@ -63,6 +64,33 @@ SECONDS = 300
 COMMIT_WITHIN = 60
 HOOK_SECRET = "key_retell_history"
 WRITES = ("PutItem", "TransactWriteItems", "UpdateItem", "DeleteItem")
+
+
+def redacted_workspace(stack, seed):
+    """A workspace of the run's own, `redacted`, with an agent of the development agent's
+    remote id and a key of every scope: the development one's stand-in for the run (a
+    fresh workspace, so that no instance holds an older policy in its cache)."""
+    ws = stack.ctl("workspace", "create", "--name", f"history-{seed}")["id"]
+    stack.ctl("workspace", "policy", "--id", ws, "--storage", "redacted")
+    stack.ctl("workspace", "limit", "--id", ws, "--per-second", 1000)
+    agent = stack.ctl("agent", "create", "--workspace", ws, "--remote-id", stack.dev["agent_remote_identifier"],
+                      "--name", "History agent")
+    key = stack.ctl("key", "create", "--workspace", ws, "--name", "history", "--scope", "send", "--scope", "read",
+                    "--scope", "erase", "--scope", "traces")["token"]
+    return {**stack.dev, "workspace_id": ws, "agent_id": agent["id"], "api_key": key}
+
+
+def personal_data(stack):
+    """(where, key, value) of each planted value found in an item of either table or an
+    object of the bucket (decompressed)."""
+    found = []
+    for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
+        for item in every_item(stack, table):
+            text = b"".join(v if isinstance(v, bytes) else json.dumps(v).encode() for v in item.values())
+            found += [(table, item["pk"]["S"], v) for v in PLANTED_FORMS if v.encode() in text]
+    for key, data in every_object(stack):
+        found += [("s3", key, v) for v in PLANTED_FORMS if v.encode() in data]
+    return found
 
 
 def marker_pattern(seed):
@@ -202,7 +230,11 @@ class Templates:
         body = json.loads(self.b[large])
         body["call_id"] = call
         body.setdefault("call_analysis", {})["call_summary"] = f"summary {marker}"
+        body["call_analysis"]["caller_note"] = PLANTED_NOTE
         body.setdefault("metadata", {})["history_marker"] = marker
+        body["caller_phone_number"] = PLANTED["phone"]
+        body.setdefault("transcript_with_tool_calls", []).insert(
+            0, {"role": "user", "text": f"my card is {PLANTED['card']}", "start_ms": 0, "end_ms": 900})
         return json.dumps(body, separators=(",", ":")).encode()
 
     def send(self, call, marker, large, agent_id):
@@ -210,6 +242,7 @@ class Templates:
         body["agentId"] = agent_id
         body["callId"] = call
         body.setdefault("transcript", []).insert(0, {"role": "agent", "content": f"Hello {marker}"})
+        body["transcript"].insert(1, {"role": "user", "content": PLANTED_NOTE})
         body.setdefault("metadata", {})["history_marker"] = marker
         return json.dumps(body, separators=(",", ":")).encode()
 
@@ -731,8 +764,18 @@ def drive(clients, schedule, workers, seconds, seed):
 
 def run(stack, seed, operations=OPERATIONS, seconds=SECONDS, workers=WORKERS, horizon=HORIZON, out=sys.stdout,
         save=None, shapes=SHAPES):
-    """The history phase on `stack`: answers (violations, report)."""
-    stack.ctl("workspace", "limit", "--id", stack.dev["workspace_id"], "--per-second", 1000)
+    """The history phase on `stack`, in a `redacted` workspace of its own: answers
+    (violations, report)."""
+    development = stack.dev
+    stack.dev = redacted_workspace(stack, seed)
+    try:
+        return run_in_workspace(stack, seed, operations, seconds, workers, horizon, out, save, shapes)
+    finally:
+        stack.dev = development
+
+
+def run_in_workspace(stack, seed, operations, seconds, workers, horizon, out, save, shapes):
+    """`run` in the workspace `stack.dev` names."""
     templates = Templates.generate(stack, seed)
     schedule = plan(seed, operations, templates, stack.dev["agent_id"], shapes)
     calls = sorted({p.call for p in schedule})
@@ -760,7 +803,7 @@ def run(stack, seed, operations=OPERATIONS, seconds=SECONDS, workers=WORKERS, ho
     pattern = marker_pattern(seed)
     bucket, others = scan_bucket(stack, calls, pattern)
     final = {"calls": {c: read_call(stack, clients, c, pattern) for c in calls}, "bucket": bucket,
-             "pending_left": len(left), "failed_expected": False}
+             "pending_left": len(left), "failed_expected": False, "personal_data": personal_data(stack)}
     ops = sorted(clients.recorder.ops, key=lambda o: o.start)
     violations = history.check(ops, final, settled, horizon, seed)
     if save:

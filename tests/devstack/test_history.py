@@ -372,3 +372,13 @@ def test_a_trace_batch_never_indexed_and_a_part_no_trace_names_are_orphans():
 def test_summary_counts_every_rule():
     counts = summary(check([created("m1", 0, 1), created("m2", 2, 3)], state(rev(1, "m2", "t2"))))
     assert counts["is_new_twice"] == 1 and counts["lost"] == 1 and counts["orphan"] == 0
+
+
+def test_a_planted_value_found_stored_is_a_violation_and_none_found_is_none():
+    found = [("calls-x", "CALL#3#c1", "+16285550117"), ("s3", "frames/3/ab/cd", "078-05-1120")]
+    violations = check([], {"calls": {}, "bucket": [], "personal_data": found}, seed=1)
+    assert [(v.rule, v.detail.split(" (")[0]) for v in violations] == [
+        ("personal_data_stored", "'+16285550117' is stored in calls-x CALL#3#c1"),
+        ("personal_data_stored", "'078-05-1120' is stored in s3 frames/3/ab/cd"),
+    ]
+    assert check([], {"calls": {}, "bucket": [], "personal_data": []}, seed=1) == []

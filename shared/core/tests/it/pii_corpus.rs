@@ -386,6 +386,16 @@ struct Tally {
     found: u32,
 }
 
+/// Recall per kind and form, as a Markdown table.
+fn print_table(title: &str, rows: impl Iterator<Item = (Kind, bool, Tally)>) {
+    println!("{title}\n| kind | form | planted | found | recall |\n|---|---|---|---|---|");
+    for (kind, spoken_form, t) in rows {
+        let form = if spoken_form { "spoken" } else { "written" };
+        let recall = f64::from(t.found) / f64::from(t.planted);
+        println!("| {} | {form} | {} | {} | {recall:.3} |", kind.as_str(), t.planted, t.found);
+    }
+}
+
 /// Spans of `text`, as (byte range, kind).
 fn spans(text: &str) -> Vec<(usize, usize, Kind)> {
     let mut tokens = Vec::new();
@@ -451,17 +461,7 @@ fn recall_and_precision_meet_the_goals() {
         assert_eq!(fp, 0, "hand-written: {text}");
         true_positives += hits.len() as u32;
     }
-    println!("| kind | form | planted | found | recall |\n|---|---|---|---|---|");
-    for (kind, spoken_form, t) in &rows {
-        let form = if *spoken_form { "spoken" } else { "written" };
-        println!(
-            "| {} | {form} | {} | {} | {:.3} |",
-            kind.as_str(),
-            t.planted,
-            t.found,
-            f64::from(t.found) / f64::from(t.planted)
-        );
-    }
+    print_table("generated corpus", rows.iter().map(|(k, spoken, t)| (*k, *spoken, *t)));
     let precision = f64::from(true_positives) / f64::from(true_positives + false_positives);
     println!("precision over everything: {precision:.4} ({true_positives} true, {false_positives} false positives, 1,000 look-alikes)");
     println!("missed (first ones): {misses:#?}");
@@ -565,17 +565,7 @@ fn the_held_out_corpus() {
             }
         }
     }
-    println!("held-out corpus\n| kind | form | planted | found | recall |\n|---|---|---|---|---|");
-    for ((kind, spoken_form), t) in &rows {
-        let form = if *spoken_form { "spoken" } else { "written" };
-        println!(
-            "| {} | {form} | {} | {} | {:.3} |",
-            kind.as_str(),
-            t.planted,
-            t.found,
-            f64::from(t.found) / f64::from(t.planted)
-        );
-    }
+    print_table("held-out corpus", rows.iter().map(|((k, spoken), t)| (*k, *spoken, *t)));
     let precision = f64::from(true_positives) / f64::from(true_positives + false_positives);
     let planted: u32 = rows.values().map(|t| t.planted).sum();
     let recall = f64::from(true_positives) / f64::from(planted);
