@@ -281,3 +281,20 @@ def test_calls_past_retention_are_erased_by_the_scheduled_sweep_and_leave_nothin
     left = [key for key, data in every_object(stack) if noise[:64].encode() in data]
     assert left == [], left
     assert keep.read("kept-1").status == 200
+
+
+def test_a_report_held_for_its_agent_is_kept_redacted_and_committed_redacted(stack):
+    """A provider's report naming an agent that does not exist yet is held (`held/`), then
+    committed once the agent is made: under a redacted workspace, the held copy is already
+    the redacted document, never the body (a reviewer found it was the body)."""
+    t = Tenant(stack, "privacy-held", "--storage", "redacted")
+    made = stack.ctl("webhook", "create", "--workspace", t.ws, "--provider", "vapi", "--api-url", stack.url)
+    report = vapi_report("held-vapi")
+    held = post(made["url"], report, signed("vapi", made["secret"], report))
+    assert held.status == 200 and held.body["status"] == "held", held
+    assert found_anywhere(stack) == [], "the held copy holds no planted value"
+    stack.ctl("agent", "create", "--workspace", t.ws, "--remote-id", "asst-desk", "--name", "Desk")
+    got = t.readable("held-vapi", within=60)
+    assert got.body["document"]["data_policy"]["storage"] == "redacted", got.body["document"]
+    assert not [n for n in NEEDLES if n in json.dumps(got.body)], got.body
+    assert found_anywhere(stack) == []

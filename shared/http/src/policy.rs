@@ -63,6 +63,13 @@ impl Protection {
                 });
                 Some(opened.map_err(unreadable)?)
             }
+            // The workspace's own policy changes calls: its key is needed (never a weaker
+            // identity because KMS is not configured here).
+            _ if found.policy.storage != Storage::Everything => {
+                return Err(unreadable(StoreError::Internal(format!(
+                    "workspace {workspace_id}'s identity key cannot be opened here (no KMS client or no sealed key)"
+                ))))
+            }
             // Tightened by a request in a workspace that never set a policy (so has no key):
             // the identity is the digest of the document as stored, which tells nothing
             // the document does not, and a replay still matches it.

@@ -44,6 +44,8 @@ impl std::fmt::Debug for Backend {
 /// Calls past retention erased at once, and found per listing read.
 pub const RETENTION_PARALLEL: usize = 4;
 const RETENTION_BATCH: usize = 100;
+/// How long an erase started before the sweep's deadline may run past it.
+const ERASE_OVERRUN: Duration = Duration::from_secs(5);
 
 /// What a retention sweep did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -164,7 +166,14 @@ impl Backend {
         use futures_util::StreamExt;
         let mut sweep = RetentionSweep::default();
         let day_ms = self.config.retention_day_ms;
-        for (workspace_id, policy) in self.directory().retention_policies().await? {
+        let mut workspaces = self.directory().retention_policies().await?;
+        // Each run starts at another workspace (by the minute), so one with a long history
+        // to erase does not hold the others off run after run.
+        if !workspaces.is_empty() {
+            let start = (now_ms / 60_000) as usize % workspaces.len();
+            workspaces.rotate_left(start);
+        }
+        for (workspace_id, policy) in workspaces {
             let Some(days) = policy.retention_days else { continue };
             sweep.workspaces += 1;
             let cutoff = now_ms.saturating_sub(u64::from(days) * day_ms);
@@ -178,7 +187,14 @@ impl Backend {
                     break;
                 }
                 let erases = futures_util::stream::iter(expired.iter())
-                    .map(|c| self.store().erase_everything(workspace_id, &c.call_id, c.id))
+                    .map(|c| async move {
+                        // Cut at the run's end: an erase cut short is finished by the next.
+                        let by = tokio::time::Instant::from_std(deadline) + ERASE_OVERRUN;
+                        let erase = self.store().erase_everything(workspace_id, &c.call_id, c.id);
+                        tokio::time::timeout_at(by, erase).await.unwrap_or_else(|_| {
+                            Err(crate::calls::StoreError::Unavailable("cut at the sweep's end".into()))
+                        })
+                    })
                     .buffer_unordered(RETENTION_PARALLEL)
                     .collect::<Vec<_>>()
                     .await;

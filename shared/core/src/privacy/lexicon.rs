@@ -17,18 +17,32 @@ pub struct Token<'a> {
 
 /// Adds the tokens of `text` (string `piece` of a stream) to `out`.
 pub fn tokenize<'a>(text: &'a str, piece: usize, out: &mut Vec<Token<'a>>) {
-    let mut at = 0;
-    for raw in text.split(|c: char| c.is_whitespace()) {
-        let start = at;
-        at += raw.len() + 1;
-        let lead = raw.len() - raw.trim_start_matches(is_lead_trim).len();
-        let core = raw[lead..].trim_end_matches(is_tail_trim);
-        if core.is_empty() {
-            continue;
+    // Runs of non-space characters, by their byte offsets: a separator may be several bytes
+    // (a no-break space is two, a narrow one three).
+    let mut start = None;
+    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(at),
+            (true, Some(from)) => {
+                push_token(text, from, at, piece, out);
+                start = None;
+            }
+            _ => {}
         }
-        let pause = raw[lead + core.len()..].contains([',', ';', '.', ':']);
-        out.push(Token { text: core, piece, start: start + lead, end: start + lead + core.len(), pause });
     }
+}
+
+/// Adds the token of `text[from..to]` (a run of non-space characters), its surrounding
+/// punctuation trimmed, unless nothing is left.
+fn push_token<'a>(text: &'a str, from: usize, to: usize, piece: usize, out: &mut Vec<Token<'a>>) {
+    let raw = &text[from..to];
+    let lead = raw.len() - raw.trim_start_matches(is_lead_trim).len();
+    let core = raw[lead..].trim_end_matches(is_tail_trim);
+    if core.is_empty() {
+        return;
+    }
+    let pause = raw[lead + core.len()..].contains([',', ';', '.', ':']);
+    out.push(Token { text: core, piece, start: from + lead, end: from + lead + core.len(), pause });
 }
 
 fn is_lead_trim(c: char) -> bool {
@@ -401,6 +415,11 @@ mod tests {
         let t = out[4];
         assert_eq!(&"Call me at (212) 555-0123, okay?"[t.start..t.end], "555-0123");
         assert_eq!(t.piece, 3);
+        // Separators of several bytes (no-break spaces) keep every place right.
+        let text = "Card:\u{A0}4111\u{202F}1111 x";
+        let mut out = Vec::new();
+        tokenize(text, 0, &mut out);
+        assert_eq!(out.iter().map(|t| &text[t.start..t.end]).collect::<Vec<_>>(), ["Card", "4111", "1111", "x"]);
     }
 
     #[test]

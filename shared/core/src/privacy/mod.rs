@@ -221,6 +221,25 @@ mod tests {
     }
 
     #[test]
+    fn a_derived_transcript_is_derived_again_from_the_redacted_turns() {
+        let body = serde_json::json!({
+            "call_id": "c-2", "call_type": "phone_call", "start_timestamp": 1_700_000_000_000u64,
+            "end_timestamp": 1_700_000_060_000u64, "recording_url": "https://r.example/2.wav",
+            "transcript_with_tool_calls": [
+                {"role": "user", "text": "my number is five five five", "start_ms": 0, "end_ms": 900},
+                {"role": "agent", "text": "go on", "start_ms": 1000, "end_ms": 1500},
+                {"role": "user", "text": "two one two oh one four seven", "start_ms": 1600, "end_ms": 3000}
+            ]
+        });
+        let mut d = ingest(Operation::CreateCall, &serde_json::to_vec(&body).unwrap()).unwrap();
+        assert!(d.call.transcript.as_deref().is_some_and(|t| t.contains("five five five")));
+        apply(&mut d, &Policy { storage: Storage::Redacted, ..Policy::default() }, b"k", "a");
+        let transcript = d.call.transcript.unwrap();
+        assert!(!transcript.contains("five") && !transcript.contains("seven"), "{transcript}");
+        assert!(transcript.contains("[PHONE_NUMBER]"), "{transcript}");
+    }
+
+    #[test]
     fn an_envelope_gives_back_the_document_it_holds() {
         for storage in [Storage::Redacted, Storage::MetadataOnly] {
             let mut d = doc();

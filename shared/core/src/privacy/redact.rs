@@ -14,6 +14,7 @@ use super::lexicon::{tokenize, Token};
 use super::policy::{Kind, Kinds};
 use crate::api::create_call::Segment;
 use crate::api::{CreateCall, Number};
+use crate::normalize::transcript;
 
 /// A stretch of the call's audio that said a value of `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,8 +104,16 @@ fn redact_string(s: &mut Option<String>, kinds: Kinds) {
 /// them, in order of time.
 pub fn redact_call(call: &mut CreateCall, kinds: Kinds) -> Vec<Redaction> {
     let mut redactions = Vec::new();
+    // A transcript derived from the turns is derived again from the redacted turns (a
+    // number spoken across a caller's turns is whole there only); one the client sent is
+    // read as it is.
+    let derived = call.transcript_with_tool_calls.as_deref().map(transcript::derive);
+    let was_derived = derived.is_some() && call.transcript == derived;
     if let Some(segments) = call.transcript_with_tool_calls.as_mut() {
         redact_segments(segments, kinds, &mut redactions);
+    }
+    if was_derived {
+        call.transcript = call.transcript_with_tool_calls.as_deref().map(transcript::derive);
     }
     for s in [&mut call.transcript, &mut call.recording_url, &mut call.recording_multi_channel_url] {
         redact_string(s, kinds);
@@ -132,20 +141,20 @@ pub fn redact_call(call: &mut CreateCall, kinds: Kinds) -> Vec<Redaction> {
 
 /// The turns' texts and words, a stream per speaker, then each segment's other strings.
 fn redact_segments(segments: &mut [Segment], kinds: Kinds, redactions: &mut Vec<Redaction>) {
-    let mut roles: Vec<String> = Vec::new();
-    for s in segments.iter() {
-        let role = s.role.clone().unwrap_or_default();
-        if !roles.contains(&role) {
-            roles.push(role);
-        }
+    // The segments of each speaker, in order, found in one pass (a body may name thousands
+    // of roles: each segment is looked at once per pass, never once per role).
+    let mut by_role: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, s) in segments.iter().enumerate() {
+        by_role.entry(s.role.as_deref().unwrap_or_default()).or_default().push(i);
     }
-    for role in &roles {
-        let of_role = |s: &Segment| s.role.as_deref().unwrap_or_default() == role;
+    let mut streams: Vec<Vec<usize>> = by_role.into_values().collect();
+    streams.sort_unstable();
+    for indices in &streams {
         // Texts: a piece per segment.
         let text_edits = {
             let mut tokens = Vec::new();
-            for (i, s) in segments.iter().enumerate().filter(|(_, s)| of_role(s)) {
-                tokenize(s.text.as_deref().unwrap_or_default(), i, &mut tokens);
+            for &i in indices {
+                tokenize(segments[i].text.as_deref().unwrap_or_default(), i, &mut tokens);
             }
             edits(&tokens, &find(&tokens, kinds))
         };
@@ -165,8 +174,8 @@ fn redact_segments(segments: &mut [Segment], kinds: Kinds, redactions: &mut Vec<
         let (word_spans, places) = {
             let mut tokens = Vec::new();
             let mut places = Vec::new();
-            for (i, s) in segments.iter().enumerate().filter(|(_, s)| of_role(s)) {
-                for (j, w) in s.words.iter().flatten().enumerate() {
+            for &i in indices {
+                for (j, w) in segments[i].words.iter().flatten().enumerate() {
                     tokenize(w.word.as_deref().unwrap_or_default(), places.len(), &mut tokens);
                     places.push((i, j));
                 }

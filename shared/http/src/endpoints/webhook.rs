@@ -149,10 +149,17 @@ pub(crate) async fn answer(
             protection.apply(&mut doc, &agent.id);
             agent
         }
-        Ok(None) => return hold(backend, &hook, named, &doc, &body, (received, keep), "held", request_id, log).await,
+        // Its agent not known yet, the report is held: under the workspace's policy too (its
+        // identity names no agent, `privacy::identity`), so the held copy is the document's
+        // envelope, never the body.
+        Ok(None) => {
+            protection.apply(&mut doc, "");
+            return hold(backend, &hook, named, &doc, &body, (received, keep), "held", request_id, log).await;
+        }
         Err(e) => {
             // Unreadable now (slow, down, or refused): the report is kept all the same.
             tracing::warn!(error = %e, "the report's agent could not be read; held");
+            protection.apply(&mut doc, "");
             return hold(backend, &hook, named, &doc, &body, (received, keep), "accepted", request_id, log).await;
         }
     };

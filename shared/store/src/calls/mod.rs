@@ -341,7 +341,9 @@ impl Store {
         if let Some(storage) = attempt.stricter {
             // Found stored under a stricter policy before anything of it was written but its
             // frame (a head that tightened after the frame was put): no item names the frame.
-            if let (true, Some((key, _))) = (attempt.wrote_frame, &external) {
+            // Only a direct write's own: a pending copy's frame may be its direct write's,
+            // named by a revision that landed before its answer was lost.
+            if let (true, Path::Direct, Some((key, _))) = (attempt.wrote_frame, path, &external) {
                 self.frames.erase(key).await?;
             }
             *stricter = Some(storage);

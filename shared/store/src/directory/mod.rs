@@ -205,8 +205,12 @@ impl Directory {
             let items = match self.batch_get(&wanted).await {
                 Ok(items) => items,
                 Err(e @ StoreError::Unavailable(_)) if recent == Recent::Taken => {
+                    // The credential and agent as read in the last minutes; never the workspace
+                    // (its policy and limit are read on their own, and an item kept from before
+                    // handed on as read now would be cached anew: `Directory::policy_for`).
                     let kept: Option<Vec<(String, Item)>> = wanted
                         .iter()
+                        .filter(|(pk, sk)| !(pk.starts_with("WS#") && *sk == WORKSPACE_SK))
                         .map(|(pk, _)| self.cache.get_recent(pk, OUTAGE_GRACE).map(|item| ((*pk).to_owned(), item)))
                         .collect();
                     let Some(kept) = kept else { return Err(e) };

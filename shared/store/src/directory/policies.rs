@@ -96,21 +96,38 @@ impl Directory {
                     Some(_) => within,
                     None => alone,
                 };
-                let read = tokio::time::timeout(
-                    within,
-                    self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Taken),
-                );
-                let found = read.await.unwrap_or_else(|_| match self.cache.get_recent(&pk, super::OUTAGE_GRACE) {
-                    Some(item) => Ok([(pk.clone(), item)].into()),
-                    None => {
-                        Err(StoreError::Unavailable(format!("the workspace's policy was not read within {within:?}")))
+                // Read afresh (never an item kept from before: `Recent::Refused`), and cached
+                // only when read now; when the table cannot answer, the item this instance
+                // read in the last minutes stands in without being renewed, so the grace
+                // runs out and a policy changed meanwhile is not held off for good.
+                let read = self.read(std::iter::once((pk.as_str(), WORKSPACE_SK)), Recent::Refused);
+                match tokio::time::timeout(within, read).await {
+                    Ok(Ok(mut found)) => {
+                        let item = found.remove(&pk);
+                        if let Some(item) = &item {
+                            self.cache.put(pk.clone(), item.clone());
+                        }
+                        item
                     }
-                })?;
-                let item = found.get(&pk).cloned();
-                if let Some(item) = &item {
-                    self.cache.put(pk.clone(), item.clone());
+                    Ok(Err(e @ StoreError::Internal(_))) => return Err(e),
+                    failed => match self.cache.get_recent(&pk, super::OUTAGE_GRACE) {
+                        Some(item) => {
+                            tracing::warn!(
+                                workspace_id,
+                                "workspace unreadable; its policy read in the last minutes used"
+                            );
+                            Some(item)
+                        }
+                        None => {
+                            return Err(match failed {
+                                Ok(Err(e)) => e,
+                                _ => StoreError::Unavailable(format!(
+                                    "the workspace's policy was not read within {within:?}"
+                                )),
+                            })
+                        }
+                    },
                 }
-                item
             }
         };
         // A workspace with no item has no policy set: `everything`.

@@ -178,10 +178,15 @@ mod tests {
             "that is twelve ninety nine plus tax",
             "room 4111 on floor 11",
             "the meeting is at ten thirty",
-            "confirmation code 4111 1111 1111 1111",
+            "confirmation code 4111111111111111",
         ] {
             assert_eq!(found(text), [], "{text}");
         }
+    }
+
+    #[test]
+    fn a_card_in_groups_is_one_after_a_reference_too() {
+        one("the card on my account is 4111 1111 1111 1111", "4111 1111 1111 1111", Kind::CreditCard);
     }
 
     #[test]

@@ -157,11 +157,16 @@ fn kind_of(stream: &Stream<'_, '_>, pieces: &[Piece], digits: &[u8]) -> Option<K
     let last = pieces[pieces.len() - 1].last;
     let cue = stream.cue_before(first);
     let n = digits.len();
-    if cue == Some(Cue::NotPhone) {
-        return None;
-    }
-    if (13..=19).contains(&n) && luhn(digits) && !digits.iter().all(|d| *d == digits[0]) {
+    // After a reference ("order", "account", "policy"), a number is a card only when said
+    // or written in groups, as cards are ("the card on my account is 4111 1111 …"); a
+    // reference's single run of digits is not one, whatever Luhn says.
+    let reference = cue == Some(Cue::NotPhone);
+    let card = (13..=19).contains(&n) && luhn(digits) && !digits.iter().all(|d| *d == digits[0]);
+    if card && (!reference || pieces.len() >= 3) {
         return Some(Kind::CreditCard);
+    }
+    if reference {
+        return None;
     }
     if n == 9
         && ssn_valid(digits)
