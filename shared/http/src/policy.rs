@@ -22,15 +22,20 @@ const OPEN_WITHIN: Duration = Duration::from_secs(2);
 
 /// The storage the request asks for (`X-Data-Policy`): none, or one of `everything`,
 /// `redacted`, `metadata_only` (422 for anything else).
+/// Sent more than once, the strictest counts.
 pub(crate) fn asked(request: &Request) -> Result<Storage, Problem> {
-    let Some(value) = request.headers().get(HEADER) else { return Ok(Storage::Everything) };
-    value.to_str().ok().and_then(Storage::parse).ok_or_else(|| {
-        Problem::invalid(vec![Violation::new(
-            "/headers/x-data-policy",
-            Code::OneOf,
-            "must be one of everything, redacted, metadata_only",
-        )])
-    })
+    let mut asked = Storage::Everything;
+    for value in request.headers().get_all(HEADER) {
+        let storage = value.to_str().ok().and_then(Storage::parse).ok_or_else(|| {
+            Problem::invalid(vec![Violation::new(
+                "/headers/x-data-policy",
+                Code::OneOf,
+                "must be one of everything, redacted, metadata_only",
+            )])
+        })?;
+        asked = asked.max(storage);
+    }
+    Ok(asked)
 }
 
 /// A policy ready to apply: with the workspace's identity key when it changes calls.

@@ -103,13 +103,13 @@ pub struct CallDocument {
     pub stage: u8,
     /// The policy it was stored under, when not `everything` (`privacy::apply`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_policy: Option<crate::privacy::Applied>,
+    pub data_policy: Option<crate::privacy::policy::Applied>,
     /// Where the audio said what `redacted` replaced.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub redactions: Option<Vec<crate::privacy::Redaction>>,
+    pub redactions: Option<Vec<crate::privacy::policy::Redaction>>,
     /// What a `metadata_only` call held, counted.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub counts: Option<crate::privacy::Counts>,
+    pub counts: Option<crate::privacy::policy::Counts>,
     /// The identity of its content as sent, when it is stored changed
     /// ([`crate::privacy::identity`]); else the digest of what is stored is.
     #[serde(skip)]

@@ -13,30 +13,11 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-pub use policy::{Kind, Kinds, Policy, Storage};
-pub use redact::{redact_call, redact_text, Redaction};
+pub use policy::{Applied, Counts, Kind, Kinds, Policy, Redaction, Storage};
+pub use redact::{redact_call, redact_text};
 
 use crate::api::{CreateCall, Number};
 use crate::call::{hex, CallDocument, Operation, Summary};
-
-/// The policy a stored call was kept under, as its document says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Applied {
-    pub storage: Storage,
-    /// The kinds replaced (`redacted` only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pii_entities: Option<Kinds>,
-}
-
-/// What a call held, counted before it was dropped (`metadata_only`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    pub segments: u64,
-    pub user_turns: u64,
-    pub agent_turns: u64,
-    pub tool_calls: u64,
-    pub words: u64,
-}
 
 /// The identity of a call's content as sent, for a policy that stores it changed: an
 /// HMAC-SHA256 (hex) under the workspace's identity key of the agent's id and the

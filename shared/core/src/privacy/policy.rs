@@ -204,6 +204,33 @@ impl Policy {
     }
 }
 
+/// A stretch of the call's audio that said a value of `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redaction {
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub kind: Kind,
+}
+
+/// The policy a stored call was kept under, as its document says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    pub storage: Storage,
+    /// The kinds replaced (`redacted` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pii_entities: Option<Kinds>,
+}
+
+/// What a call held, counted before it was dropped (`metadata_only`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub segments: u64,
+    pub user_turns: u64,
+    pub agent_turns: u64,
+    pub tool_calls: u64,
+    pub words: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,23 +6,14 @@
 //!
 //! Linear in the call's size: each string is tokenized once, each token judged once.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::detect::{find, Span};
 use super::lexicon::{tokenize, Token};
-use super::policy::{Kind, Kinds};
+use super::policy::{Kind, Kinds, Redaction};
 use crate::api::create_call::Segment;
 use crate::api::{CreateCall, Number};
 use crate::normalize::transcript;
-
-/// A stretch of the call's audio that said a value of `kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Redaction {
-    pub start_ms: u64,
-    pub end_ms: u64,
-    pub kind: Kind,
-}
 
 /// A replacement in one string: bytes `start..end` of piece `piece` become `kind`'s
 /// placeholder.

@@ -11,7 +11,7 @@ use super::error::Transaction;
 use super::item::{
     get_s, item_size, n, put_new, revision_sk, s, Item, COMMITTED, CURRENT_FROM, ERASED_AT, ERASED_IDS, SEEN_AT,
 };
-use super::submission::{add_committed, id_and_revision, tokens, Submission};
+use super::submission::{add_committed, id_and_revision, storage_of, tokens, Submission, STORAGE};
 use super::{now_ms, Outcome, Store, StoreError, Stored};
 
 impl Store {
@@ -67,6 +67,13 @@ impl Store {
         let kept = as_revision(old.clone(), revision);
         let mut head = old.clone();
         head.insert("revision".into(), n(revision + 2));
+        // The head records the strictest data policy its call has had: a stricter submission
+        // kept below it binds the later revisions too (`Submission::bound_by`).
+        if storage_of(&late) > storage_of(old) {
+            if let Some(storage) = late.get(STORAGE) {
+                head.insert(STORAGE.into(), storage.clone());
+            }
+        }
         // A provider's earlier event kept below: its replays (other tokens, the same
         // content) change nothing. Anything else is found by its own token on `REV#<n+1>`.
         if sub.has_stage() {

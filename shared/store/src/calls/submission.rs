@@ -225,7 +225,8 @@ impl Submission {
 const STAGE: &str = "stage";
 
 /// On a head or revision stored under a policy other than `everything`: its storage
-/// (`redacted`, `metadata_only`).
+/// (`redacted`, `metadata_only`); on a head, the strictest its call has had (a stricter
+/// revision kept below it raises it: `Store::insert_late`).
 pub const STORAGE: &str = "storage";
 
 /// The data policy an item was stored under (`everything` when it says none).

@@ -3,13 +3,19 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{ConditionCheck, ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem, Update};
+use call_ingest_core::privacy::{Policy, Storage};
 use serde::Serialize;
 
 use super::credentials::{Kind, Secret};
 use super::item_keys::*;
 use super::limits::MAX_LIMIT;
+use super::policies::{
+    IDENTITY_CONTEXT, IDENTITY_KEY, PII_ENTITIES, RAW_RETENTION_DAYS, REGISTERED, REGISTRY_PK, REGISTRY_SK,
+    RETENTION_DAYS, STORAGE,
+};
 use super::scopes::Scopes;
+use super::sealing::Sealer;
 use super::{now_s, Agent, Directory};
 use crate::calls::item::{n, s, Item};
 use crate::calls::{random_hex, StoreError};
@@ -435,4 +441,74 @@ async fn with_fresh_secret(
         }
     }
     Err(StoreError::Unavailable("no free public id; try again".into()).into())
+}
+
+impl Directory {
+    /// Sets the data policy of workspace `id` (checked first). A policy other than
+    /// `everything` gives the workspace its identity key, once. Instances see the change
+    /// within their cache's lifetime (60 s): it applies to calls received after that.
+    pub async fn set_policy(&self, id: u64, policy: Policy, sealer: Option<&Sealer>) -> Result<Workspace, AdminError> {
+        policy.check().map_err(AdminError::Invalid)?;
+        // Every attribute by a name placeholder: `storage` is one of DynamoDB's reserved words.
+        let mut sets = vec!["#storage = :storage".to_owned(), "#pii = :pii".to_owned()];
+        let mut removes = Vec::new();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(workspace_pk(id)))
+            .key("sk", s(WORKSPACE_SK))
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#storage", STORAGE)
+            .expression_attribute_names("#pii", PII_ENTITIES)
+            .expression_attribute_values(":storage", s(policy.storage.as_str()))
+            .expression_attribute_values(":pii", s(policy.pii_entities.names().join(",")));
+        for (name, days, placeholder) in
+            [(RETENTION_DAYS, policy.retention_days, "days"), (RAW_RETENTION_DAYS, policy.raw_retention_days, "raw")]
+        {
+            update = update.expression_attribute_names(format!("#{placeholder}"), name);
+            match days {
+                Some(d) => {
+                    sets.push(format!("#{placeholder} = :{placeholder}"));
+                    update = update.expression_attribute_values(format!(":{placeholder}"), n(d));
+                }
+                None => removes.push(format!("#{placeholder}")),
+            }
+        }
+        if policy.storage != Storage::Everything {
+            let sealer = sealer.ok_or_else(|| AdminError::Invalid("sealing the identity key needs KMS".into()))?;
+            let mut key = [0u8; 32];
+            getrandom::getrandom(&mut key).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
+            let sealed = sealer.seal(&key, IDENTITY_CONTEXT, id).await?;
+            sets.push("#key = if_not_exists(#key, :key)".to_owned());
+            update = update
+                .expression_attribute_names("#key", IDENTITY_KEY)
+                .expression_attribute_values(":key", AttributeValue::B(sealed.into()));
+        }
+        let mut expression = format!("SET {}", sets.join(", "));
+        if !removes.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
+        }
+        match update.update_expression(expression).send().await {
+            Ok(_) => {}
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                return Err(AdminError::NoWorkspace(id))
+            }
+            Err(e) => return Err(StoreError::from_sdk(e).into()),
+        }
+        // Listed for the retention sweep while it has a retention (after the policy: a sweep
+        // reading the list finds the policy that put it there).
+        let change = if policy.retention_days.is_some() { "ADD" } else { "DELETE" };
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(REGISTRY_PK))
+            .key("sk", s(REGISTRY_SK))
+            .update_expression(format!("{change} {REGISTERED} :id"))
+            .expression_attribute_values(":id", AttributeValue::Ns(vec![id.to_string()]))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        self.workspace(id).await?.ok_or(AdminError::NoWorkspace(id))
+    }
 }

@@ -13,27 +13,26 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use call_ingest_core::privacy::{Kinds, Policy, Storage};
 
-use super::admin::{AdminError, Workspace};
 use super::item_keys::*;
 use super::sealing::Sealer;
 use super::{Directory, Lookup, Recent};
-use crate::calls::item::{n, s, Item};
+use crate::calls::item::Item;
 use crate::calls::StoreError;
 
 /// Attributes of the workspace item.
-const STORAGE: &str = "storage";
-const RETENTION_DAYS: &str = "retention_days";
-const RAW_RETENTION_DAYS: &str = "raw_retention_days";
-const PII_ENTITIES: &str = "pii_entities";
-const IDENTITY_KEY: &str = "identity_key";
+pub(super) const STORAGE: &str = "storage";
+pub(super) const RETENTION_DAYS: &str = "retention_days";
+pub(super) const RAW_RETENTION_DAYS: &str = "raw_retention_days";
+pub(super) const PII_ENTITIES: &str = "pii_entities";
+pub(super) const IDENTITY_KEY: &str = "identity_key";
 /// The item that lists the workspaces with a retention (`retention_ids`, a number set):
 /// what the retention sweep reads first.
-const REGISTRY_PK: &str = "POLICIES";
-const REGISTRY_SK: &str = "RETENTION";
-const REGISTERED: &str = "retention_ids";
+pub(super) const REGISTRY_PK: &str = "POLICIES";
+pub(super) const REGISTRY_SK: &str = "RETENTION";
+pub(super) const REGISTERED: &str = "retention_ids";
 
 /// What the identity key's seal binds (the sealing's "hook" slot): no hook has this id.
-const IDENTITY_CONTEXT: &str = "workspace-identity";
+pub(super) const IDENTITY_CONTEXT: &str = "workspace-identity";
 
 /// A workspace's policy as a sending function needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,74 +148,6 @@ impl Directory {
         sealer.open(sealed, IDENTITY_CONTEXT, workspace_id).await
     }
 
-    /// Sets the data policy of workspace `id` (checked first). A policy other than
-    /// `everything` gives the workspace its identity key, once. Instances see the change
-    /// within their cache's lifetime (60 s): it applies to calls received after that.
-    pub async fn set_policy(&self, id: u64, policy: Policy, sealer: Option<&Sealer>) -> Result<Workspace, AdminError> {
-        policy.check().map_err(AdminError::Invalid)?;
-        // Every attribute by a name placeholder: `storage` is one of DynamoDB's reserved words.
-        let mut sets = vec!["#storage = :storage".to_owned(), "#pii = :pii".to_owned()];
-        let mut removes = Vec::new();
-        let mut update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(workspace_pk(id)))
-            .key("sk", s(WORKSPACE_SK))
-            .condition_expression("attribute_exists(pk)")
-            .expression_attribute_names("#storage", STORAGE)
-            .expression_attribute_names("#pii", PII_ENTITIES)
-            .expression_attribute_values(":storage", s(policy.storage.as_str()))
-            .expression_attribute_values(":pii", s(policy.pii_entities.names().join(",")));
-        for (name, days, placeholder) in
-            [(RETENTION_DAYS, policy.retention_days, "days"), (RAW_RETENTION_DAYS, policy.raw_retention_days, "raw")]
-        {
-            update = update.expression_attribute_names(format!("#{placeholder}"), name);
-            match days {
-                Some(d) => {
-                    sets.push(format!("#{placeholder} = :{placeholder}"));
-                    update = update.expression_attribute_values(format!(":{placeholder}"), n(d));
-                }
-                None => removes.push(format!("#{placeholder}")),
-            }
-        }
-        if policy.storage != Storage::Everything {
-            let sealer = sealer.ok_or_else(|| AdminError::Invalid("sealing the identity key needs KMS".into()))?;
-            let mut key = [0u8; 32];
-            getrandom::getrandom(&mut key).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
-            let sealed = sealer.seal(&key, IDENTITY_CONTEXT, id).await?;
-            sets.push("#key = if_not_exists(#key, :key)".to_owned());
-            update = update
-                .expression_attribute_names("#key", IDENTITY_KEY)
-                .expression_attribute_values(":key", AttributeValue::B(sealed.into()));
-        }
-        let mut expression = format!("SET {}", sets.join(", "));
-        if !removes.is_empty() {
-            expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
-        }
-        match update.update_expression(expression).send().await {
-            Ok(_) => {}
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                return Err(AdminError::NoWorkspace(id))
-            }
-            Err(e) => return Err(StoreError::from_sdk(e).into()),
-        }
-        // Listed for the retention sweep while it has a retention (after the policy: a sweep
-        // reading the list finds the policy that put it there).
-        let change = if policy.retention_days.is_some() { "ADD" } else { "DELETE" };
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(REGISTRY_PK))
-            .key("sk", s(REGISTRY_SK))
-            .update_expression(format!("{change} {REGISTERED} :id"))
-            .expression_attribute_values(":id", AttributeValue::Ns(vec![id.to_string()]))
-            .send()
-            .await
-            .map_err(StoreError::from_sdk)?;
-        self.workspace(id).await?.ok_or(AdminError::NoWorkspace(id))
-    }
-
     /// The workspaces with a retention, and their policies (read now, not cached: the
     /// retention sweep's).
     pub async fn retention_policies(&self) -> Result<Vec<(u64, Policy)>, StoreError> {
@@ -248,6 +179,7 @@ impl Directory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calls::item::{n, s};
 
     #[test]
     fn an_item_without_a_policy_is_everything_and_a_bad_one_is_an_error() {
