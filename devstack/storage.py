@@ -53,3 +53,19 @@ def every_object(stack):
                 yield o["Key"], unpacked(s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read())
             except s3.exceptions.NoSuchKey:
                 continue  # deleted since it was listed
+
+
+def found_stored(stack, needles):
+    """(where, key, needle) of each of `needles` (strings) found in an item of the Calls or
+    the Directory table or an object of the bucket, decompressed: what was stored that a
+    policy should have kept out."""
+    import json
+
+    found = []
+    for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
+        for item in every_item(stack, table):
+            text = b"".join(v if isinstance(v, bytes) else json.dumps(v).encode() for v in item.values())
+            found += [(table, item["pk"]["S"], n) for n in needles if n.encode() in text]
+    for key, data in every_object(stack):
+        found += [("s3", key, n) for n in needles if n.encode() in data]
+    return found

@@ -47,7 +47,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from devstack import history
-from devstack.storage import aws, every_item, every_object, unpacked
+from devstack.storage import aws, found_stored, unpacked
 from devstack.history import HORIZON, Op, Timing
 from devstack.history_clients import (PLANTED, PLANTED_FORMS, PLANTED_NOTE, Clients, Recorder, export_body, retell_event,
                                       retell_hook, trace_of)
@@ -81,16 +81,8 @@ def redacted_workspace(stack, seed):
 
 
 def personal_data(stack):
-    """(where, key, value) of each planted value found in an item of either table or an
-    object of the bucket (decompressed)."""
-    found = []
-    for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
-        for item in every_item(stack, table):
-            text = b"".join(v if isinstance(v, bytes) else json.dumps(v).encode() for v in item.values())
-            found += [(table, item["pk"]["S"], v) for v in PLANTED_FORMS if v.encode() in text]
-    for key, data in every_object(stack):
-        found += [("s3", key, v) for v in PLANTED_FORMS if v.encode() in data]
-    return found
+    """(where, key, value) of each planted value found stored anywhere (`personal_data_stored`)."""
+    return found_stored(stack, PLANTED_FORMS)
 
 
 def marker_pattern(seed):

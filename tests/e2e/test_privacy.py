@@ -10,7 +10,7 @@ import random
 import string
 
 from devstack.stack import request, wait_for
-from devstack.storage import every_item, every_object
+from devstack.storage import every_object, found_stored
 from devstack.webhook_clients import fixture, post, signed
 
 
@@ -141,14 +141,7 @@ def vapi_report(call_id):
 
 def found_anywhere(stack, needles=NEEDLES):
     """Every one of `needles` found in a DynamoDB item or an S3 object (decompressed)."""
-    found = []
-    for table in (stack.calls_table, stack.env["DIRECTORY_TABLE"]):
-        for item in every_item(stack, table):
-            text = b"".join(v if isinstance(v, bytes) else json.dumps(v).encode() for v in item.values())
-            found += [(table, item["pk"], n) for n in needles if n.encode() in text]
-    for key, data in every_object(stack):
-        found += [("s3", key, n) for n in needles if n.encode() in data]
-    return found
+    return found_stored(stack, needles)
 
 
 def test_a_redacted_workspace_stores_no_planted_value_anywhere(stack):

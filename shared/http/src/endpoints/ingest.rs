@@ -203,13 +203,9 @@ pub(crate) async fn store_call(
     log: &mut RequestLog,
 ) -> Result<Reply, Problem> {
     let call_id = doc.call_id().to_owned();
-    // Under a policy that changes the call, neither the request body nor a pending copy of
-    // it is written: what is stored is the document, and the pending copy its envelope.
+    // Under a policy that changes the call, the request body is never written: what is
+    // stored is the document (and a pending copy its envelope, `Form::copy_of`).
     let stored_raw = privacy::stored_raw(doc, raw);
-    let (copy, form) = match doc.data_policy {
-        None => (std::borrow::Cow::Borrowed(raw), Form::Body),
-        Some(_) => (std::borrow::Cow::Owned(privacy::envelope(doc)), Form::Document),
-    };
     // This submission's identity, for the direct write and its pending copy alike: the copy
     // of a write applied late (after the budget ran out) changes nothing when committed.
     let receipt = Receipt::new(received).map_err(|e| storage_problem(e, "the call could not be stored"))?;
@@ -234,6 +230,7 @@ pub(crate) async fn store_call(
     let elapsed = Duration::from_millis(call_ingest_store::calls::now_ms().saturating_sub(received));
     let keep = answer_by.map_or(keep, |by| by.saturating_sub(elapsed).clamp(keep, KEEP_WITHIN.max(keep)));
     let paced = pace == Pace::Later;
+    let (copy, form) = Form::copy_of(doc, raw);
     let pending =
         keep_pending(keep, || backend.store().put_pending_as(owner, operation, &call_id, &copy, &receipt, paced, form));
     match pending.await {

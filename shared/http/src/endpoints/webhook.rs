@@ -195,10 +195,7 @@ async fn hold(
         call_id,
     };
     // Under a policy that changes the report, the held copy is its document's envelope.
-    let (copy, form) = match doc.data_policy {
-        None => (std::borrow::Cow::Borrowed(raw), Form::Body),
-        Some(_) => (std::borrow::Cow::Owned(call_ingest_core::privacy::envelope(doc)), Form::Document),
-    };
+    let (copy, form) = Form::copy_of(doc, raw);
     let put = super::ingest::keep_pending(keep, || backend.store().put_held_as(hold, &copy, &receipt, form)).await;
     put.unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the report in time".into())))
         .map_err(failed)?;

@@ -33,7 +33,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use sha2::{Digest, Sha256};
 
 use super::{now_ms, Owner, Receipt, Store, StoreError, Stored};
-use call_ingest_core::call::{hex, Operation};
+use call_ingest_core::call::{hex, CallDocument, Operation};
 use call_ingest_core::privacy;
 use call_ingest_core::providers::ingest_any;
 
@@ -613,6 +613,16 @@ impl Form {
         match metadata.get(FORM).map(String::as_str) {
             Some("document") => Form::Document,
             _ => Form::Body,
+        }
+    }
+
+    /// What a pending or held copy of `doc` (sent as `raw`) holds, and its form: the body,
+    /// or under a policy that changed the call its envelope (the body holds what the policy
+    /// removed).
+    pub fn copy_of<'a>(doc: &CallDocument, raw: &'a [u8]) -> (std::borrow::Cow<'a, [u8]>, Form) {
+        match doc.data_policy {
+            None => (std::borrow::Cow::Borrowed(raw), Form::Body),
+            Some(_) => (std::borrow::Cow::Owned(privacy::envelope(doc)), Form::Document),
         }
     }
 
