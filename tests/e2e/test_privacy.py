@@ -56,7 +56,7 @@ class Tenant:
                 assert shown["policy"]["storage"] == policy[policy.index("--storage") + 1], shown
         self.agent = stack.ctl("agent", "create", "--workspace", self.ws, "--remote-id", "bot", "--name", "Bot")["id"]
         self.key = stack.ctl("key", "create", "--workspace", self.ws, "--name", "all",
-                             "--scope", "send", "--scope", "read")["token"]
+                             "--scope", "send", "--scope", "read", "--scope", "erase")["token"]
 
     def headers(self, extra=None):
         return {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json", **(extra or {})}
@@ -291,3 +291,88 @@ def test_a_report_held_for_its_agent_is_kept_redacted_and_committed_redacted(sta
     assert got.body["document"]["data_policy"]["storage"] == "redacted", got.body["document"]
     assert not [n for n in NEEDLES if n in json.dumps(got.body)], got.body
     assert found_anywhere(stack) == []
+
+
+def test_raw_bodies_past_raw_retention_are_removed_and_the_calls_still_read(stack):
+    """`raw_retention_days` of one (2 s) day: erase-call's scheduled sweep removes every
+    revision's raw body (a frame in S3 and one inline) while the call, and each revision's
+    document, still read; the raw reader answers 410 for each. The raw bodies' own bytes (their
+    indentation, which the normalised document does not keep) are gone from DynamoDB and S3."""
+    t = Tenant(stack, "privacy-raw", "--raw-retention-days", "1")
+    noise = "".join(random.Random(8).choices(string.ascii_letters, k=200_000))
+    large = plain_body("raw-large")
+    large["call_analysis"] = {"notes": noise}  # its frame in S3
+    small = plain_body("raw-small")
+    indent = '\n         "call_type"'  # how json.dumps(indent=9) writes a key: in the raw bytes only
+    for body in (large, small):
+        assert t.post_b(json.loads(json.dumps(body))).status == 201
+    sent = {}
+    for body in (large, small):
+        body["call_status"] = "ended"
+        text = json.dumps(body, indent=9).encode()
+        url = f"{stack.url}/api/v1/public/call?workspace_id={t.ws}&agent_remote_identifier=bot"
+        got = request("POST", url, text, t.headers())
+        assert got.status == 200 and got.body["is_new"] is False, got
+        sent[body["call_id"]] = got.body["id"]
+    # The sweep may have run already (a day is 2 s): at least one raw body was found stored.
+    ids = list(sent.values())
+    gone = wait_for(lambda: all(t.raw(i).status == 410 for i in ids), 60)
+    assert gone, [t.raw(i) for i in ids]
+    for call_id, id_ in sent.items():
+        got = t.read(call_id)
+        assert got.status == 200 and got.body["revision"] == 2, got
+        assert got.body["document"]["call"]["call_status"] == "ended"
+        first = request("GET", f"{stack.url}/api/v1/public/call/{id_}/raw?workspace_id={t.ws}&revision=1", None,
+                        t.headers())
+        assert first.status == 410 and first.body["type"].endswith("raw-gone"), first
+    assert found_stored(stack, [indent]) == [], "no raw body's own bytes left anywhere"
+    assert noise[:64] in json.dumps(t.read("raw-large").body), "the document keeps what the call said"
+
+
+def test_apply_policy_redacts_the_calls_stored_before_and_resumes_where_it_stopped(stack):
+    """A workspace that kept everything is set `redacted`; `callctl workspace apply-policy`
+    rewrites the calls stored before, each revision, inline and in S3. Cut after two calls
+    (--max-calls), the next run goes on and finishes; then nothing planted is stored
+    anywhere, the calls read redacted, and a replay of one sent before is still unchanged."""
+    values = {PLANTED["email"]: "lena.ostrova.apply@fastmail.com", PLANTED["ssn"]: "219-09-9999",
+              "kowalski": "ostrova", PLANTED["iban"]: "GB29 NWBK 6016 1331 9268 19",
+              PLANTED["phone"]: "(415) 555-0172", PLANTED["spoken phone"]: "four one five, five five five, oh one seven two"}
+
+    def planted(call_id):
+        text = json.dumps(body_b(call_id))
+        for old, new in values.items():
+            text = text.replace(old, new)
+        return json.loads(text)
+
+    needles = ["lena.ostrova.apply@fastmail.com", "219-09-9999", "ostrova", "GB29 NWBK 6016 1331 9268 19",
+               "(415) 555-0172"]
+    t = Tenant(stack, "privacy-apply")
+    bodies = [planted(f"apply-{i}") for i in range(5)]
+    bodies[0]["call_analysis"]["notes"] = "".join(random.Random(9).choices(string.ascii_letters, k=200_000))
+    for body in bodies:
+        assert t.post_b(body).status == 201
+    revised = json.loads(json.dumps(bodies[1]))
+    revised["call_status"] = "transferred"
+    assert t.post_b(revised).status == 200
+    assert {n for *_, n in found_stored(stack, needles)} == set(needles), "stored as sent under everything"
+    stack.ctl("workspace", "policy", "--id", t.ws, "--storage", "redacted")
+    cut = stack.ctl("workspace", "apply-policy", "--id", t.ws, "--max-calls", "2")
+    assert cut["unfinished"] is True and cut["calls"] == 2, cut
+    assert found_stored(stack, needles) != [], "two calls of five redacted so far"
+    rest = stack.ctl("workspace", "apply-policy", "--id", t.ws)
+    assert rest["unfinished"] is False and rest["total"] >= 5, rest
+    assert found_stored(stack, needles) == [], "every revision of every call redacted, old frames erased"
+    for body in bodies:
+        doc = t.read(body["call_id"]).body["document"]
+        assert doc["data_policy"]["storage"] == "redacted" and "[SSN]" in json.dumps(doc), doc
+    assert t.read("apply-1").body["revision"] == 2
+    again = t.post_b(bodies[2])
+    assert again.status == 200 and t.read("apply-2").body["revision"] == 1, "a replay, not a revision"
+    done = stack.ctl("workspace", "apply-policy", "--id", t.ws)
+    assert done["rewritten"] == 0 and done["erased"] == 0, done
+    # Erased, a rewritten call leaves nothing in S3: not its new frame, nor the old one.
+    id_ = t.read("apply-0").body["id"]
+    erased = request("DELETE", f"{stack.url}/api/v1/public/call/{id_}?workspace_id={t.ws}", None, t.headers())
+    assert erased.status in (200, 204), erased
+    notes = bodies[0]["call_analysis"]["notes"][:64].encode()
+    assert [key for key, data in every_object(stack) if notes in data] == []

@@ -64,11 +64,31 @@ pub enum Command {
         #[arg(long)]
         pii_entities: Option<String>,
     },
+    /// Applies the workspace's policy (as it is now) to the calls it stored before: calls
+    /// past retention-days are erased, the others redacted or reduced to their metadata,
+    /// and raw bodies past raw-retention-days removed. Resumable: it keeps where it stands
+    /// after every page of calls, and a run stopped (or cut by --max-calls) goes on from
+    /// there when started again. Progress goes to stderr.
+    ApplyPolicy {
+        /// The workspace's id.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        id: u64,
+        /// Start again from the newest call, not from where the last run stopped.
+        #[arg(long)]
+        restart: bool,
+        /// Stop after this many calls (the next run goes on).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        max_calls: Option<u64>,
+    },
 }
 
 impl Command {
     pub async fn run(self, backend: &Backend, out: &Output) -> anyhow::Result<()> {
         let workspace = match self {
+            Command::ApplyPolicy { id, restart, max_calls } => {
+                require(backend, id).await?;
+                return apply_policy(backend, out, id, restart, max_calls).await;
+            }
             Command::Create { name } => {
                 let name = name.trim();
                 if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
@@ -115,6 +135,52 @@ impl Command {
         })?;
         Ok(())
     }
+}
+
+/// `callctl workspace apply-policy`: runs of 20 s, each followed by a progress line, until
+/// the walk is finished or `max_calls` are gone through.
+async fn apply_policy(
+    backend: &Backend,
+    out: &Output,
+    id: u64,
+    mut restart: bool,
+    max_calls: Option<u64>,
+) -> anyhow::Result<()> {
+    let mut left = max_calls;
+    let mut done = call_ingest_store::rewrites::Progress::default();
+    loop {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let run = backend.apply_policy(id, restart, deadline, left).await?;
+        restart = false;
+        done.calls += run.calls;
+        done.rewritten += run.rewritten;
+        done.erased += run.erased;
+        done.total = run.total;
+        done.unfinished = run.unfinished;
+        done.at_ms = run.at_ms;
+        left = left.map(|l| l.saturating_sub(run.calls));
+        let reached = run.at_ms.map_or_else(String::new, |ms| format!(", reached calls started at {ms} (epoch ms)"));
+        eprintln!(
+            "apply-policy: {} calls gone through ({} over every run), {} revisions rewritten, {} calls erased{reached}",
+            done.calls, done.total, done.rewritten, done.erased
+        );
+        if !run.unfinished || left == Some(0) {
+            break;
+        }
+    }
+    out.show(&json!(done), || {
+        let state = match done.unfinished {
+            true => "stopped: run it again to go on",
+            false => "finished",
+        };
+        fields(&[
+            ("calls", done.calls.to_string()),
+            ("revisions rewritten", done.rewritten.to_string()),
+            ("calls erased", done.erased.to_string()),
+            ("apply-policy", state.to_owned()),
+        ])
+    })?;
+    Ok(())
 }
 
 /// A number of days, or `none`.

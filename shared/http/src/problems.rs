@@ -89,6 +89,14 @@ pub const METHOD_NOT_ALLOWED: ProblemKind = ProblemKind {
     title: "Method not allowed",
     answered_by: |e| e != Endpoint::EraseCall,
 };
+/// The raw reader, for a body removed past its workspace's `raw_retention_days` (the call
+/// still reads).
+pub const RAW_GONE: ProblemKind = ProblemKind {
+    status: 410,
+    slug: "raw-gone",
+    title: "Raw body removed",
+    answered_by: |e| e == Endpoint::GetRawCall,
+};
 pub const TOO_LARGE_TO_ANSWER: ProblemKind =
     ProblemKind { status: 406, slug: "too-large-to-answer", title: "Answer too large", answered_by: encoded };
 pub const PAYLOAD_TOO_LARGE: ProblemKind =
@@ -142,6 +150,7 @@ pub const CATALOGUE: &[&ProblemKind] = &[
     &AGENT_NOT_FOUND,
     &CALL_NOT_FOUND,
     &METHOD_NOT_ALLOWED,
+    &RAW_GONE,
     &TOO_LARGE_TO_ANSWER,
     &PAYLOAD_TOO_LARGE,
     &UNSUPPORTED_MEDIA_TYPE,
@@ -203,6 +212,13 @@ pub(crate) fn method_not_allowed(endpoint: Endpoint) -> Problem {
 
 pub(crate) fn call_not_found() -> Problem {
     CALL_NOT_FOUND.with("no such call in this workspace")
+}
+
+pub(crate) fn raw_gone(removed_at: u64) -> Problem {
+    RAW_GONE.with(format!(
+        "this revision's raw body was removed at {removed_at} (epoch ms), past the workspace's raw_retention_days; \
+         the call itself still reads"
+    ))
 }
 
 pub(crate) fn too_large_to_answer(detail: String) -> Problem {

@@ -56,6 +56,8 @@ pub struct RetentionSweep {
     pub erased: usize,
     /// Erases that failed (tried again by the next run).
     pub failed: usize,
+    /// Heads and revisions whose raw body was removed (`raw_retention_days`).
+    pub raw_removed: usize,
     /// The deadline came first: the next run goes on.
     pub unfinished: bool,
 }
@@ -163,9 +165,7 @@ impl Backend {
         now_ms: u64,
         deadline: std::time::Instant,
     ) -> Result<RetentionSweep, crate::calls::StoreError> {
-        use futures_util::StreamExt;
         let mut sweep = RetentionSweep::default();
-        let day_ms = self.config.retention_day_ms;
         let mut workspaces = self.directory().retention_policies().await?;
         // Each run starts at another workspace (by the minute), so one with a long history
         // to erase does not hold the others off run after run.
@@ -174,41 +174,68 @@ impl Backend {
             workspaces.rotate_left(start);
         }
         for (workspace_id, policy) in workspaces {
-            let Some(days) = policy.retention_days else { continue };
             sweep.workspaces += 1;
-            let cutoff = now_ms.saturating_sub(u64::from(days) * day_ms);
-            loop {
-                if std::time::Instant::now() >= deadline {
-                    sweep.unfinished = true;
+            if let Some(days) = policy.retention_days {
+                if !self.erase_expired(workspace_id, days, now_ms, deadline, &mut sweep).await? {
                     return Ok(sweep);
                 }
-                let expired = self.store().expired(workspace_id, cutoff, RETENTION_BATCH).await?;
-                if expired.is_empty() {
-                    break;
-                }
-                let erases = futures_util::stream::iter(expired.iter())
-                    .map(|c| async move {
-                        // Cut at the run's end: an erase cut short is finished by the next.
-                        let by = tokio::time::Instant::from_std(deadline) + ERASE_OVERRUN;
-                        let erase = self.store().erase_everything(workspace_id, &c.call_id, c.id);
-                        tokio::time::timeout_at(by, erase).await.unwrap_or_else(|_| {
-                            Err(crate::calls::StoreError::Unavailable("cut at the sweep's end".into()))
-                        })
-                    })
-                    .buffer_unordered(RETENTION_PARALLEL)
-                    .collect::<Vec<_>>()
-                    .await;
-                let failed = erases.iter().filter(|e| e.is_err()).count();
-                sweep.erased += erases.len() - failed;
-                sweep.failed += failed;
-                if failed > 0 {
-                    // Left for the next run (an erase cut short is finished by the next one).
-                    tracing::warn!(workspace_id, failed, "calls past retention not erased yet");
-                    break;
+            }
+            // Raw bodies after the calls: a call past both is erased, not rewritten first.
+            if let Some(days) = policy.raw_retention_days {
+                let raw = self.sweep_raw(workspace_id, days, now_ms, deadline).await?;
+                sweep.raw_removed += raw.rewritten;
+                if raw.unfinished {
+                    sweep.unfinished = true;
+                    return Ok(sweep);
                 }
             }
         }
         Ok(sweep)
+    }
+
+    /// Erases `workspace_id`'s calls created more than `days` ago; answers false when the
+    /// deadline came first.
+    async fn erase_expired(
+        &self,
+        workspace_id: u64,
+        days: u32,
+        now_ms: u64,
+        deadline: std::time::Instant,
+        sweep: &mut RetentionSweep,
+    ) -> Result<bool, crate::calls::StoreError> {
+        use futures_util::StreamExt;
+        let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day_ms);
+        loop {
+            if std::time::Instant::now() >= deadline {
+                sweep.unfinished = true;
+                return Ok(false);
+            }
+            let expired = self.store().expired(workspace_id, cutoff, RETENTION_BATCH).await?;
+            if expired.is_empty() {
+                break;
+            }
+            let erases = futures_util::stream::iter(expired.iter())
+                .map(|c| async move {
+                    // Cut at the run's end: an erase cut short is finished by the next.
+                    let by = tokio::time::Instant::from_std(deadline) + ERASE_OVERRUN;
+                    let erase = self.store().erase_everything(workspace_id, &c.call_id, c.id);
+                    tokio::time::timeout_at(by, erase)
+                        .await
+                        .unwrap_or_else(|_| Err(crate::calls::StoreError::Unavailable("cut at the sweep's end".into())))
+                })
+                .buffer_unordered(RETENTION_PARALLEL)
+                .collect::<Vec<_>>()
+                .await;
+            let failed = erases.iter().filter(|e| e.is_err()).count();
+            sweep.erased += erases.len() - failed;
+            sweep.failed += failed;
+            if failed > 0 {
+                // Left for the next run (an erase cut short is finished by the next one).
+                tracing::warn!(workspace_id, failed, "calls past retention not erased yet");
+                break;
+            }
+        }
+        Ok(true)
     }
 
     /// Moves the held reports whose agent now exists to `pending/` (`calls::held`): the hook

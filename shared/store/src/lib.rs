@@ -1,7 +1,8 @@
 //! call-ingest-store: everything kept in DynamoDB. The Calls table ([`calls`]: stored
-//! calls, revisions, listing, erasure), the Directory table ([`directory`]: workspaces,
+//! calls, revisions, listing, erasure, rewriting), the Directory table ([`directory`]: workspaces,
 //! agents, credentials, rate limits, with [`directory::admin`] for `callctl`), the tables'
-//! definitions ([`calls::tables`]), the configuration and client ([`config`]), and what an
+//! definitions ([`calls::tables`]), the walks that bring stored calls under a changed data
+//! policy ([`rewrites`]), the configuration and client ([`config`]), and what an
 //! instance holds of them ([`Backend`]).
 //!
 //! May import call-ingest-core; never the HTTP layer (lambda_http, status codes): the
@@ -12,6 +13,7 @@ pub mod calls;
 pub mod config;
 pub mod directory;
 pub mod patience;
+pub mod rewrites;
 pub mod traces;
 
 pub use backend::Backend;

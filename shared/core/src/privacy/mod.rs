@@ -112,6 +112,56 @@ pub fn from_envelope(operation: Operation, bytes: &[u8]) -> Option<CallDocument>
     Some(doc)
 }
 
+/// A stored document (`CallDocument::to_json`), as the store reads it back to tighten it.
+#[derive(Deserialize)]
+struct Stored {
+    schema_version: u32,
+    operation: String,
+    #[serde(flatten)]
+    document: StoredDocument,
+}
+
+/// The same fields, in the same order as [`CallDocument`] writes them.
+#[derive(Serialize)]
+struct Tightened<'a> {
+    schema_version: u32,
+    operation: &'a str,
+    call: &'a CreateCall,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_policy: Option<Applied>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redactions: Option<&'a [Redaction]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counts: Option<Counts>,
+}
+
+/// A stored call tightened to `storage` (`callctl workspace apply-policy`): its document
+/// (`json`) redacted or stripped as [`restrict`] does a call received under that policy, and
+/// the raw body it then keeps ([`stored_raw`]). `None` when it was stored under `storage`
+/// or a stricter one (a policy never loosens what was stored), or `json` is not a document.
+pub fn tighten_stored(json: &[u8], storage: Storage, kinds: Kinds) -> Option<(Vec<u8>, Vec<u8>)> {
+    let stored: Stored = serde_json::from_slice(json).ok()?;
+    let was = stored.document.data_policy.map_or(Storage::Everything, |a| a.storage);
+    if was >= storage {
+        return None;
+    }
+    let mut doc = CallDocument::new(Operation::CreateCall, stored.document.call, Summary::default());
+    doc.data_policy = stored.document.data_policy;
+    doc.redactions = stored.document.redactions;
+    doc.counts = stored.document.counts;
+    restrict(&mut doc, storage, kinds);
+    let out = Tightened {
+        schema_version: stored.schema_version,
+        operation: &stored.operation,
+        call: &doc.call,
+        data_policy: doc.data_policy,
+        redactions: doc.redactions.as_deref(),
+        counts: doc.counts,
+    };
+    let raw = stored_raw(&doc, &[]).into_owned();
+    Some((serde_json::to_vec(&out).ok()?, raw))
+}
+
 /// What is stored as a call's raw body under its policy: the request body under
 /// `everything`; else the call as stored (operation B's shape, redacted or stripped).
 pub fn stored_raw<'a>(doc: &CallDocument, raw: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
@@ -171,6 +221,24 @@ mod tests {
             ]
         });
         ingest(Operation::CreateCall, &serde_json::to_vec(&body).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_stored_document_tightened_reads_as_one_received_under_the_policy() {
+        let policy = Policy { storage: Storage::Redacted, ..Policy::default() };
+        let stored = doc().to_json();
+        let (json, raw) = tighten_stored(&stored, Storage::Redacted, policy.pii_entities).expect("tightened");
+        let mut received = doc();
+        apply(&mut received, &policy, b"key", "agent");
+        assert_eq!(String::from_utf8(json.clone()).unwrap(), String::from_utf8(received.to_json()).unwrap());
+        assert_eq!(raw, stored_raw(&received, b"").into_owned());
+        assert!(tighten_stored(&json, Storage::Redacted, policy.pii_entities).is_none(), "never twice");
+        let (meta, _) = tighten_stored(&json, Storage::MetadataOnly, policy.pii_entities).expect("stricter");
+        let mut stripped = doc();
+        apply(&mut stripped, &Policy { storage: Storage::MetadataOnly, ..Policy::default() }, b"key", "agent");
+        assert_eq!(String::from_utf8(meta.clone()).unwrap(), String::from_utf8(stripped.to_json()).unwrap());
+        assert!(tighten_stored(&meta, Storage::Redacted, policy.pii_entities).is_none(), "never loosened");
+        assert!(tighten_stored(b"{}", Storage::Redacted, policy.pii_entities).is_none());
     }
 
     #[test]

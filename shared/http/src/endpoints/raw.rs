@@ -24,6 +24,9 @@ pub async fn answer(
     let (workspace_id, revision) = admit(backend, Endpoint::GetRawCall, request, log, revision_param(request)).await?;
     let call =
         call_by_id(backend, workspace_id, path_id(request), revision).await?.ok_or_else(problems::call_not_found)?;
+    if let Some(removed_at) = call.raw_removed_at() {
+        return Err(problems::raw_gone(removed_at));
+    }
     let etag = etag(&call, "-raw");
     if let Some(response) = not_modified(request, &etag, request_id) {
         return Ok(response);

@@ -95,6 +95,8 @@ impl Store {
                         SEEN_AT,
                         CURRENT_FROM,
                         FRAME_KEY,
+                        super::rewrite::FRAMES_WRITTEN,
+                        super::rewrite::FRAMES_SUPERSEDED,
                         ERASING,
                         ERASED_IDS,
                         ERASED_AT,
@@ -130,8 +132,16 @@ impl Store {
             // Its pending submissions (accepted, not committed yet) go too, and copies kept
             // under failed/: the erase wins.
             self.delete_pending_of(workspace_id, call_id, mark + 1, &ERASED_COPIES).await?;
-            let frames = items.iter().filter_map(|i| get_s(i, FRAME_KEY));
-            super::bounded(frames.map(|key| self.frames.erase(key))).await?;
+            // With the objects a rewrite wrote, or was about to write, and those it switched
+            // away from (`rewrite`): nothing of the call is left in S3.
+            let mut frames: Vec<&str> = items.iter().filter_map(|i| get_s(i, FRAME_KEY)).collect();
+            for i in &items {
+                frames.extend(super::rewrite::strings(i, super::rewrite::FRAMES_WRITTEN));
+                frames.extend(super::rewrite::strings(i, super::rewrite::FRAMES_SUPERSEDED));
+            }
+            frames.sort_unstable();
+            frames.dedup();
+            super::bounded(frames.into_iter().map(|key| self.frames.erase(key))).await?;
             let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
             let deleted = super::bounded(rest.map(|i| self.delete(&pk, i))).await?;
             removed += deleted.iter().filter(|d| **d == Deleted::Yes).count();

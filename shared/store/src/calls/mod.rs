@@ -32,8 +32,10 @@ pub mod query;
 mod read;
 pub mod retention;
 mod revise;
+pub mod rewrite;
 mod submission;
 pub mod tables;
+pub mod walk;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

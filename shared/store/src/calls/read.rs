@@ -77,6 +77,11 @@ impl CallAt {
         super::item::get_u64(&self.item, "listed_ms")
     }
 
+    /// When its raw body was removed, past its workspace's `raw_retention_days`.
+    pub fn raw_removed_at(&self) -> Option<u64> {
+        get_u64(&self.item, super::rewrite::RAW_REMOVED_AT)
+    }
+
     /// The size of `part`, in bytes.
     pub fn len(&self, part: Part) -> u64 {
         let raw = get_u64(&self.item, "raw_bytes").unwrap_or_default();
@@ -194,11 +199,23 @@ impl Store {
         call_id: &str,
         revision: Option<u64>,
     ) -> Result<Option<StoredCall>, StoreError> {
-        let Some(at) = self.call_at(workspace_id, call_id, revision).await? else {
+        let Some(mut at) = self.call_at(workspace_id, call_id, revision).await? else {
             return Ok(None);
         };
-        let Some(current) = self.content(&at).await? else {
-            return Ok(None);
+        let current = match self.content(&at).await? {
+            Some(current) => current,
+            None => {
+                // Its frame erased: the call is being erased, or a rewrite switched it to new
+                // content since it was read (`rewrite`), which a second read finds.
+                match self.call_at(workspace_id, call_id, revision).await? {
+                    Some(again) if again.item.get(FRAME_KEY) != at.item.get(FRAME_KEY) => at = again,
+                    _ => return Ok(None),
+                }
+                match self.content(&at).await? {
+                    Some(current) => current,
+                    None => return Ok(None),
+                }
+            }
         };
         Ok(Some(StoredCall {
             id: at.id,
@@ -356,7 +373,7 @@ impl Store {
 
     /// The frame of a head or revision item: its own, from S3, or from its chunks; `None`
     /// when they are gone.
-    async fn frame(&self, pk: &str, item: &Item) -> Result<Option<Vec<u8>>, StoreError> {
+    pub(super) async fn frame(&self, pk: &str, item: &Item) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(Some(match (get_b(item, "body"), get_s(item, FRAME_KEY)) {
             (Some(body), _) => body.to_vec(),
             (None, Some(key)) => match self.frames.get(key).await? {

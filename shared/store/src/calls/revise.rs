@@ -192,16 +192,24 @@ impl Store {
             Some(tokens) => (put.expression_attribute_values(":committed", tokens.clone()), "#committed = :committed"),
             None => (put, "attribute_not_exists(#committed)"),
         };
+        // Nor over a head a rewrite switched to new content since (`rewrite`): the old head
+        // is kept as a revision (and `insert_late` keeps its frame on the new head too), and
+        // would name the object the rewrite erases.
+        let put = put.expression_attribute_names("#rewrites", super::rewrite::REWRITES);
+        let (put, rewritten) = match old.get(super::rewrite::REWRITES) {
+            Some(r) => (put.expression_attribute_values(":rewrites", r.clone()), "#rewrites = :rewrites"),
+            None => (put, "attribute_not_exists(#rewrites)"),
+        };
         let put = match get_s(old, "submission") {
             Some(token) => put
                 .condition_expression(format!(
                     "#revision = :seen AND #id = :id AND #submission = :token AND attribute_not_exists(#erasing) \
-                     AND {replayed} AND {committed}"
+                     AND {replayed} AND {committed} AND {rewritten}"
                 ))
                 .expression_attribute_values(":token", s(token)),
             None => put.condition_expression(format!(
                 "#revision = :seen AND #id = :id AND attribute_not_exists(#submission) \
-                 AND attribute_not_exists(#erasing) AND {replayed} AND {committed}"
+                 AND attribute_not_exists(#erasing) AND {replayed} AND {committed} AND {rewritten}"
             )),
         };
         Ok(put.build()?)

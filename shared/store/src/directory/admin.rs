@@ -498,7 +498,7 @@ impl Directory {
         }
         // Listed for the retention sweep while it has a retention (after the policy: a sweep
         // reading the list finds the policy that put it there).
-        let change = if policy.retention_days.is_some() { "ADD" } else { "DELETE" };
+        let change = if policy.retention_days.or(policy.raw_retention_days).is_some() { "ADD" } else { "DELETE" };
         self.client
             .update_item()
             .table_name(&self.table)

@@ -148,7 +148,7 @@ impl Directory {
         sealer.open(sealed, IDENTITY_CONTEXT, workspace_id).await
     }
 
-    /// The workspaces with a retention, and their policies (read now, not cached: the
+    /// The workspaces with a retention (of their calls or raw bodies), and their policies (read now, not cached: the
     /// retention sweep's).
     pub async fn retention_policies(&self) -> Result<Vec<(u64, Policy)>, StoreError> {
         let ids: Vec<u64> =
@@ -166,7 +166,7 @@ impl Directory {
                 else {
                     continue;
                 };
-                if policy.retention_days.is_some() {
+                if policy.retention_days.or(policy.raw_retention_days).is_some() {
                     out.push((id, policy));
                 }
             }

@@ -1,0 +1,238 @@
+//! Walks over a workspace's stored calls that bring them under its data policy (issue 32):
+//! the raw-retention sweep, run with the retention sweep, and `callctl workspace
+//! apply-policy`. Both rewrite calls through `calls::rewrite` and erase through the erase
+//! path, and keep where they stand (`calls::walk`) so that a run cut short is gone on from.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+
+use call_ingest_core::privacy::{Policy, Storage};
+
+use crate::backend::{Backend, RETENTION_PARALLEL};
+use crate::calls::list::{CallSummary, Listing, MAX_PAGE};
+use crate::calls::rewrite::Change;
+use crate::calls::walk::{Kind, Walk};
+use crate::calls::StoreError;
+
+/// What a walk did in one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Progress {
+    /// Calls gone through in this run.
+    pub calls: u64,
+    /// Calls gone through over every run of this walk.
+    pub total: u64,
+    /// Heads and revisions rewritten (redacted, stripped, or their raw body removed).
+    pub rewritten: usize,
+    /// Calls erased (past `retention_days`).
+    pub erased: usize,
+    /// The walk is not finished: the next run goes on from where this one stopped.
+    pub unfinished: bool,
+    /// The `listed_ms` the walk has reached (newest first), for a progress line.
+    pub at_ms: Option<u64>,
+}
+
+/// What `apply-policy` does to one call.
+#[derive(Debug, Clone, Copy)]
+struct Apply<'a> {
+    policy: &'a Policy,
+    identity_key: Option<&'a [u8]>,
+    now_ms: u64,
+    day_ms: u64,
+}
+
+impl Backend {
+    /// Removes the raw bodies of `workspace_id`'s calls created more than
+    /// `raw_retention_days` ago. Each run goes over the calls listed since the cutoff its
+    /// last finished pass reached, up to the new cutoff; a call listed in that range but
+    /// created later (sent long after it started) holds the next pass back to it.
+    pub async fn sweep_raw(
+        &self,
+        workspace_id: u64,
+        days: u32,
+        now_ms: u64,
+        deadline: Instant,
+    ) -> Result<Progress, StoreError> {
+        let store = self.store();
+        let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day_ms);
+        let mut walk = store.walk(Kind::RawRetention, workspace_id).await?.unwrap_or_default();
+        if walk.target.is_none() {
+            if cutoff <= walk.done_to {
+                return Ok(Progress { total: walk.count, ..Progress::default() });
+            }
+            walk.target = Some(cutoff);
+        }
+        let target = walk.target.unwrap_or(cutoff);
+        let change = Change::DropRaw { at_ms: now_ms };
+        self.walk(Kind::RawRetention, workspace_id, walk, deadline, move |call| async move {
+            if call.created_at >= target {
+                return Ok(Step::Later);
+            }
+            let done = store.rewrite_call(workspace_id, &call.call_id, call.id, change).await?;
+            Ok(Step::Done { rewritten: done.items, erased: 0 })
+        })
+        .await
+    }
+
+    /// Applies `workspace_id`'s policy (as it is now) to every call it stored: a call past
+    /// `retention_days` is erased, the others tightened to its `storage` and their raw
+    /// bodies removed past `raw_retention_days`. Goes on from where the last run stopped
+    /// (`restart`: from the newest call again); stops at `deadline` or after `max_calls`.
+    pub async fn apply_policy(
+        &self,
+        workspace_id: u64,
+        restart: bool,
+        deadline: Instant,
+        max_calls: Option<u64>,
+    ) -> Result<Progress, StoreError> {
+        let store = self.store();
+        let directory = self.directory();
+        let lookup = crate::directory::Lookup::default();
+        let patience = (std::time::Duration::from_secs(10), std::time::Duration::from_secs(10));
+        let read = directory.policy_for(&lookup, workspace_id, patience).await?;
+        let key = match (read.policy.storage, self.sealer()) {
+            (Storage::Everything, _) => None,
+            (_, Some(sealer)) => Some(directory.identity_key(sealer, workspace_id, &read).await?),
+            (_, None) => return Err(StoreError::Internal("applying a policy needs KMS (the identity key)".into())),
+        };
+        let now_ms = crate::calls::now_ms();
+        let mut walk = match restart {
+            true => None,
+            false => store.walk(Kind::ApplyPolicy, workspace_id).await?,
+        }
+        .unwrap_or_default();
+        // One pass over every call stored before it began.
+        walk.target.get_or_insert(now_ms + 1);
+        let apply =
+            Apply { policy: &read.policy, identity_key: key.as_deref(), now_ms, day_ms: self.config.retention_day_ms };
+        let budget = std::sync::atomic::AtomicU64::new(max_calls.unwrap_or(u64::MAX));
+        let budget = &budget;
+        let mut progress = self
+            .walk(Kind::ApplyPolicy, workspace_id, walk, deadline, move |call| async move {
+                if budget
+                    .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |b| {
+                        b.checked_sub(1)
+                    })
+                    .is_err()
+                {
+                    return Ok(Step::Stop);
+                }
+                self.apply_to(workspace_id, &call, apply).await
+            })
+            .await?;
+        if !progress.unfinished {
+            store.end_walk(Kind::ApplyPolicy, workspace_id).await?;
+            progress.at_ms = None;
+        }
+        Ok(progress)
+    }
+
+    /// `apply`'s policy on one call.
+    async fn apply_to(&self, workspace_id: u64, call: &CallSummary, apply: Apply<'_>) -> Result<Step, StoreError> {
+        let store = self.store();
+        let age = apply.now_ms.saturating_sub(call.created_at);
+        let past = |days: Option<u32>| days.is_some_and(|d| age > u64::from(d) * apply.day_ms);
+        if past(apply.policy.retention_days) {
+            let erased = store.erase_everything(workspace_id, &call.call_id, call.id).await?;
+            return Ok(Step::Done { rewritten: 0, erased: usize::from(erased > 0) });
+        }
+        let mut rewritten = 0;
+        if apply.policy.storage != Storage::Everything {
+            let change = Change::Tighten {
+                storage: apply.policy.storage,
+                kinds: apply.policy.pii_entities,
+                identity_key: apply.identity_key,
+            };
+            rewritten += store.rewrite_call(workspace_id, &call.call_id, call.id, change).await?.items;
+        }
+        if past(apply.policy.raw_retention_days) {
+            let change = Change::DropRaw { at_ms: apply.now_ms };
+            rewritten += store.rewrite_call(workspace_id, &call.call_id, call.id, change).await?.items;
+        }
+        Ok(Step::Done { rewritten, erased: 0 })
+    }
+
+    /// Goes through the calls of `walk`'s pass, newest first, a page at a time, `step` on
+    /// each (a few at once), keeping where it stands after each page.
+    async fn walk<F, Fut>(
+        &self,
+        kind: Kind,
+        workspace_id: u64,
+        mut walk: Walk,
+        deadline: Instant,
+        step: F,
+    ) -> Result<Progress, StoreError>
+    where
+        F: Fn(CallSummary) -> Fut + Copy,
+        Fut: std::future::Future<Output = Result<Step, StoreError>>,
+    {
+        let store = self.store();
+        let mut progress = Progress { total: walk.count, ..Progress::default() };
+        let Some(target) = walk.target else { return Ok(progress) };
+        loop {
+            if Instant::now() >= deadline {
+                progress.unfinished = true;
+                return Ok(progress);
+            }
+            let listing = Listing {
+                workspace_id,
+                agent_id: None,
+                from_ms: walk.done_to,
+                to_ms: target.saturating_sub(1),
+                after: walk.after.clone(),
+                limit: MAX_PAGE,
+            };
+            let page = store.list_calls(&listing).await?;
+            let steps: Vec<_> = futures_util::stream::iter(page.calls.iter().cloned())
+                .map(|call| async move { (call.listed_ms, step(call).await) })
+                .buffered(RETENTION_PARALLEL)
+                .collect()
+                .await;
+            for (listed_ms, step) in steps {
+                match step? {
+                    Step::Done { rewritten, erased } => {
+                        progress.calls += 1;
+                        progress.rewritten += rewritten;
+                        progress.erased += erased;
+                        walk.count += 1;
+                    }
+                    Step::Later => walk.stall = Some(walk.stall.map_or(listed_ms, |s| s.min(listed_ms))),
+                    Step::Stop => {
+                        // Where it stands is the page's start: the calls of this page are
+                        // gone through again, which changes nothing the second time.
+                        progress.unfinished = true;
+                        progress.total = walk.count;
+                        store.save_walk(kind, workspace_id, &walk).await?;
+                        return Ok(progress);
+                    }
+                }
+                progress.at_ms = Some(listed_ms);
+            }
+            progress.total = walk.count;
+            match page.next {
+                Some(next) => walk.after = Some(next),
+                None => {
+                    walk.done_to = walk.stall.unwrap_or(target).min(target);
+                    walk.target = None;
+                    walk.after = None;
+                    walk.stall = None;
+                    store.save_walk(kind, workspace_id, &walk).await?;
+                    return Ok(progress);
+                }
+            }
+            store.save_walk(kind, workspace_id, &walk).await?;
+        }
+    }
+}
+
+/// What a walk's step did to one call.
+enum Step {
+    Done {
+        rewritten: usize,
+        erased: usize,
+    },
+    /// Not yet: the pass after the next cutoff takes it.
+    Later,
+    /// The run's budget is spent.
+    Stop,
+}
