@@ -467,4 +467,11 @@ fn retention_runs_on_a_schedule_counting_real_days() {
     let find = statements.iter().find(|s| s["Sid"] == "FindExpiredCalls").expect("FindExpiredCalls");
     assert_eq!(find["Action"], serde_json::json!(["dynamodb:Query"]));
     assert_eq!(find["Resource"]["Fn::Sub"], "${CallsTable.Arn}/index/by-workspace-listed");
+    // The raw-retention sweep reads frames (never pending or held copies) and keeps where it
+    // stands in WALK#… items only.
+    let read = statements.iter().find(|s| s["Sid"] == "RewriteFrames").expect("RewriteFrames");
+    assert_eq!(read["Action"], serde_json::json!(["s3:GetObject"]));
+    assert_eq!(read["Resource"]["Fn::Sub"], "${FramesBucket.Arn}/frames/*");
+    let place = statements.iter().find(|s| s["Sid"] == "KeepSweepPlace").expect("KeepSweepPlace");
+    assert_eq!(place["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"], serde_json::json!(["WALK#*"]));
 }
