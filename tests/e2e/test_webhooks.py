@@ -184,6 +184,31 @@ def test_a_webhook_call_storage_cannot_take_in_time_is_accepted_and_committed(st
     assert got.body["document"]["call"]["call_analysis"]["call_summary"]
 
 
+def test_a_report_whose_pending_copy_s3_holds_up_twice_is_still_kept_and_answered_in_time(stack):
+    """DynamoDB refusing the commit and S3 holding up the replies to the pending copy's first
+    two PUTs for 7 s (seed 48 of `make chaos` lost a Retell report to S3's slow tail: 503
+    after 6 s): the PUT is hedged, so the report is kept and answered 200 `accepted` well
+    inside Retell's 10 s, then committed. (Before the hedge: 503.)"""
+    url, secret, _ = hook(stack, "retell", "key_retell_hedged")
+    call_id = "retell-hedged-1"
+    body = fixture("retell_call_analyzed", call_7f3a9c2e1b=call_id)
+    stack.faults.add({"op": "PutItem", "fault": "throttle", "times": 1000, "table": stack.calls_table})
+    stack.faults.add({"service": "s3", "op": "PutObject", "fault": "delay", "seconds": 7, "times": 2,
+                      "table": stack.env["FRAMES_BUCKET"], "contains": "/pending/"})
+    started = time.time()
+    try:
+        answer = post(url, body, signed("retell", secret, body))
+    finally:
+        stack.faults.clear()
+    took = time.time() - started
+    assert answer.status == 200 and answer.body["status"] == "accepted", answer
+    assert took < 9.5, took
+    deadline = time.time() + 60
+    while (got := read(stack, call_id)).status != 200 and time.time() < deadline:
+        time.sleep(0.5)
+    assert got.status == 200, got
+
+
 def test_a_payload_expanding_past_8_mib_is_413_and_stores_nothing(stack):
     import gzip
     url, secret, _ = hook(stack, "vapi")

@@ -29,12 +29,17 @@ use call_ingest_store::directory::AgentRef;
 /// How long S3 gets at least to take a pending submission before the answer is 503.
 const PENDING_BUDGET: Duration = Duration::from_millis(2500);
 /// The answer's bound from receipt, inside the 10 s a one-shot client waits (Tuner's
-/// pipecat SDK): S3 gets what is left of it for the pending copy, from [`PENDING_BUDGET`]
-/// to [`KEEP_WITHIN`]. That is past the SDK's 3 s attempt, so a PUT that S3 answers late
-/// or refuses (an outage of seconds) is tried again before the answer is 503; a 503 loses
-/// a one-shot client's call.
+/// pipecat SDK): S3 gets all that is left of it for the pending copy, at least
+/// [`PENDING_BUDGET`]. That is past the SDK's 3 s attempt, so a PUT that S3 answers late
+/// or refuses (an outage of seconds) is tried again, and hedged ([`keep_pending`]), before
+/// the answer is 503; a 503 loses a one-shot client's call, as a timeout would.
 const ANSWER_BY: Duration = Duration::from_secs(9);
-const KEEP_WITHIN: Duration = Duration::from_secs(6);
+/// A PUT of a pending copy not answered within this long gets a second one beside it (the
+/// same key and bytes, `If-None-Match: *`: whichever lands first keeps it, the other finds
+/// it there): S3's slow tail (a reply held up, a connection stuck) costs the hedge's wait,
+/// not an attempt's timeout. At most [`HEDGES`] at once.
+const HEDGE_AFTER: Duration = Duration::from_millis(1200);
+const HEDGES: usize = 3;
 /// How long the workspace's data policy may take to read when it is not cached.
 const POLICY_WITHIN: Duration = Duration::from_secs(2);
 
@@ -228,7 +233,7 @@ pub(crate) async fn store_call(
     };
     tracing::warn!(reason = %failed, "call not committed now; kept as pending");
     let elapsed = Duration::from_millis(call_ingest_store::calls::now_ms().saturating_sub(received));
-    let keep = answer_by.map_or(keep, |by| by.saturating_sub(elapsed).clamp(keep, KEEP_WITHIN.max(keep)));
+    let keep = answer_by.map_or(keep, |by| by.saturating_sub(elapsed).max(keep));
     let paced = pace == Pace::Later;
     let (copy, form) = Form::copy_of(doc, raw);
     let pending =
@@ -244,9 +249,10 @@ pub(crate) async fn store_call(
 }
 
 /// Runs `put` (a pending copy's PUT, idempotent: its key is its submission's) until it
-/// succeeds, fails for good, or `keep` runs out (`Err(Elapsed)`), trying again after S3
-/// answered "unavailable": the SDK's own three attempts end within a second, and S3's
-/// outages last seconds.
+/// succeeds, fails for good, or `keep` runs out (`Err(Elapsed)`): tried again after S3
+/// answered "unavailable" (the SDK's own three attempts end within a second, and S3's
+/// outages last seconds), and hedged: an attempt not answered within [`HEDGE_AFTER`] gets
+/// another beside it, up to [`HEDGES`] at once, the first success answering.
 pub(crate) async fn keep_pending<F, Fut>(
     keep: Duration,
     mut put: F,
@@ -255,17 +261,34 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<String, StoreError>>,
 {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
     let deadline = tokio::time::Instant::now() + keep;
-    let mut pause = Duration::from_millis(250);
-    loop {
-        match tokio::time::timeout_at(deadline, put()).await {
-            Ok(Err(StoreError::Unavailable(_))) if tokio::time::Instant::now() + pause < deadline => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(1));
+    tokio::time::timeout_at(deadline, async {
+        let mut attempts = FuturesUnordered::new();
+        attempts.push(put());
+        let mut hedge = tokio::time::Instant::now() + HEDGE_AFTER;
+        let mut pause = Duration::from_millis(250);
+        loop {
+            tokio::select! {
+                Some(answer) = attempts.next() => match answer {
+                    Err(StoreError::Unavailable(_)) if attempts.is_empty() => {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(1));
+                        attempts.push(put());
+                        hedge = tokio::time::Instant::now() + HEDGE_AFTER;
+                    }
+                    // Another attempt is still under way: its answer decides.
+                    Err(StoreError::Unavailable(_)) => {}
+                    other => return other,
+                },
+                _ = tokio::time::sleep_until(hedge), if attempts.len() < HEDGES => {
+                    attempts.push(put());
+                    hedge = tokio::time::Instant::now() + HEDGE_AFTER;
+                }
             }
-            other => return other,
         }
-    }
+    })
+    .await
 }
 
 /// The checks on a body before it is read, only told to an authenticated caller: 413 for
@@ -309,7 +332,7 @@ fn query(request: &Request) -> Result<(u64, String), Vec<Violation>> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_json;
+    use super::{is_json, keep_pending, Duration, StoreError};
 
     #[test]
     fn json_media_types_are_recognised() {
@@ -318,5 +341,50 @@ mod tests {
         assert!(is_json("application/problem+json"));
         assert!(!is_json("text/plain"));
         assert!(!is_json("application/x-www-form-urlencoded"));
+    }
+
+    /// S3's slow tail: the first PUT is held up (its reply would come after the answer's
+    /// bound), a hedge beside it lands, and the copy is kept well inside the bound.
+    #[tokio::test]
+    async fn a_pending_copy_whose_put_hangs_is_kept_by_a_hedge() {
+        let tries = std::sync::atomic::AtomicUsize::new(0);
+        let started = std::time::Instant::now();
+        let kept = keep_pending(Duration::from_secs(6), || {
+            let n = tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if n == 0 {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                Ok(format!("attempt {n}"))
+            }
+        })
+        .await;
+        assert_eq!(kept.unwrap().unwrap(), "attempt 1");
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    }
+
+    /// S3 refusing (503 SlowDown) is tried again within the bound; an error for good ends it.
+    #[tokio::test]
+    async fn a_refused_put_is_tried_again_and_a_failure_for_good_ends_it() {
+        let tries = std::sync::atomic::AtomicUsize::new(0);
+        let kept = keep_pending(Duration::from_secs(6), || {
+            let n = tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                match n {
+                    0 | 1 => Err(StoreError::Unavailable("SlowDown".into())),
+                    _ => Ok("kept".to_owned()),
+                }
+            }
+        })
+        .await;
+        assert_eq!(kept.unwrap().unwrap(), "kept");
+        let failed =
+            keep_pending(Duration::from_secs(6), || async { Err(StoreError::Internal("denied".into())) }).await;
+        assert!(matches!(failed, Ok(Err(StoreError::Internal(_)))));
+        let never = keep_pending(Duration::from_millis(300), || async {
+            Err::<String, _>(StoreError::Unavailable("SlowDown".into()))
+        })
+        .await;
+        assert!(never.is_err(), "out of time: the answer is 503");
     }
 }

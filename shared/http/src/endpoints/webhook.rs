@@ -7,7 +7,7 @@
 //! A provider is a one-shot client: Vapi and ElevenLabs retry nothing by default (and
 //! ElevenLabs disables a hook after enough failures), Retell a few times within seconds. So
 //! once a signature checks out, the report is kept whatever DynamoDB does, and answered 200
-//! within [`ANSWER_WITHIN`] plus S3's write (up to [`KEEP_WITHIN`]):
+//! within [`ANSWER_WITHIN`] plus S3's write (within [`ANSWER_BY`] of receipt in all):
 //! - the hook and the agent come from the directory's cache, else a read bounded in time,
 //!   else what this instance read in the last 15 minutes (`OUTAGE_GRACE`): only an
 //!   instance that never read the hook answers 503 (with Retry-After) when the directory
@@ -53,12 +53,10 @@ const READ_WITHIN: Duration = Duration::from_millis(400);
 /// How long an instance that never read the hook waits for it: it has nothing to fall back
 /// on, and the answer (a 503 when DynamoDB is down) is one the provider does not retry.
 const HOOK_ALONE_WITHIN: Duration = Duration::from_secs(5);
-/// How long S3 gets to keep a report (pending or held) before the answer is 503: past the
-/// SDK's 3 s attempt, so that a PUT whose reply is late is tried again (finding its own
-/// object), and inside Retell's 10 s.
-const KEEP_WITHIN: Duration = Duration::from_secs(6);
-/// The whole answer's bound, inside Retell's 10 s: S3 gets what is left of it (at least
-/// [`KEEP_AT_LEAST`]) after a wait for the hook.
+/// The whole answer's bound from receipt, inside Retell's 10 s: S3 gets all that is left of
+/// it to keep a report (pending or held), at least [`KEEP_AT_LEAST`], before the answer is
+/// 503: past the SDK's 3 s attempt, so a PUT whose reply is late is tried again and hedged
+/// (`ingest::keep_pending`), finding its own object.
 const ANSWER_BY: Duration = Duration::from_millis(9500);
 const KEEP_AT_LEAST: Duration = Duration::from_secs(2);
 /// How long KMS gets to open a hook's secret that this instance has not opened lately.
@@ -143,7 +141,6 @@ pub(crate) async fn answer(
     let mut doc = providers::accept(provider, &mapped)?;
     let operation = Operation::ProviderWebhook(provider);
     let named = mapped.agent.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= MAX_AGENT_ID_CHARS);
-    let keep = ANSWER_BY.saturating_sub(started.elapsed()).clamp(KEEP_AT_LEAST, KEEP_WITHIN);
     let agent = match backend.directory().report_agent(&hook, named, within(READ_WITHIN)).await {
         Ok(Some(agent)) => {
             protection.apply(&mut doc, &agent.id);
@@ -154,24 +151,24 @@ pub(crate) async fn answer(
         // envelope, never the body.
         Ok(None) => {
             protection.apply(&mut doc, "");
-            return hold(backend, &hook, named, &doc, &body, (received, keep), "held", request_id, log).await;
+            return hold(backend, &hook, named, &doc, &body, (received, started), "held", request_id, log).await;
         }
         Err(e) => {
             // Unreadable now (slow, down, or refused): the report is kept all the same.
             tracing::warn!(error = %e, "the report's agent could not be read; held");
             protection.apply(&mut doc, "");
-            return hold(backend, &hook, named, &doc, &body, (received, keep), "accepted", request_id, log).await;
+            return hold(backend, &hook, named, &doc, &body, (received, started), "accepted", request_id, log).await;
         }
     };
     let owner = Owner { workspace_id, agent_id: &agent.id };
-    let wait = Wait { pace, commit: Some(within(ANSWER_WITHIN)), keep, answer_by: None };
+    let wait = Wait { pace, commit: Some(within(ANSWER_WITHIN)), keep: KEEP_AT_LEAST, answer_by: Some(ANSWER_BY) };
     let reply: Reply = store_call(backend, owner, operation, wait, received, &doc, &body, log).await?;
     Ok(reply.respond(operation, request_id))
 }
 
 /// Keeps a report whose agent is not known now (`held/`, `calls::held`); answered 200 with
 /// `status`: `held` when no agent takes it yet, `accepted` when the directory could not
-/// say. `keep`: how long S3 gets.
+/// say.
 #[allow(clippy::too_many_arguments)]
 async fn hold(
     backend: &Backend,
@@ -179,7 +176,7 @@ async fn hold(
     named: Option<&str>,
     doc: &CallDocument,
     raw: &[u8],
-    (received, keep): (u64, Duration),
+    (received, started): (u64, Instant),
     status: &'static str,
     request_id: &str,
     log: &mut RequestLog,
@@ -196,6 +193,9 @@ async fn hold(
     };
     // Under a policy that changes the report, the held copy is its document's envelope.
     let (copy, form) = Form::copy_of(doc, raw);
+    // S3 gets what is left of the answer's bound (a stored report's copy is timed the same
+    // way, in `store_call`).
+    let keep = ANSWER_BY.saturating_sub(started.elapsed()).max(KEEP_AT_LEAST);
     let put = super::ingest::keep_pending(keep, || backend.store().put_held_as(hold, &copy, &receipt, form)).await;
     put.unwrap_or_else(|_| Err(StoreError::Unavailable("S3 did not take the report in time".into())))
         .map_err(failed)?;
