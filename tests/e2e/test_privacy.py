@@ -291,6 +291,11 @@ def test_a_report_held_for_its_agent_is_kept_redacted_and_committed_redacted(sta
     assert got.body["document"]["data_policy"]["storage"] == "redacted", got.body["document"]
     assert not [n for n in NEEDLES if n in json.dumps(got.body)], got.body
     assert found_anywhere(stack) == []
+    # Sent again now that its agent exists (a provider's retry): a replay of the report held,
+    # not a revision (its identity names no agent, held or not: a reviewer's find).
+    again = post(made["url"], report, signed("vapi", made["secret"], report))
+    assert again.status == 200 and again.body["status"] == "unchanged", again
+    assert t.read("held-vapi").body["revision"] == 1
 
 
 def test_raw_bodies_past_raw_retention_are_removed_and_the_calls_still_read(stack):

@@ -141,14 +141,18 @@ pub(crate) async fn answer(
     let mut doc = providers::accept(provider, &mapped)?;
     let operation = Operation::ProviderWebhook(provider);
     let named = mapped.agent.as_deref().filter(|id| !id.is_empty() && id.chars().count() <= MAX_AGENT_ID_CHARS);
+    // A report's identity under a policy that changes it names no agent: a report held for
+    // want of its agent has none yet when its identity is taken, and the same report sent
+    // again once the agent exists (a provider's retry) must still be a replay of it. (Under
+    // `everything` the digest of what is stored names the agent, for held reports too: it
+    // is taken when they are committed.)
     let agent = match backend.directory().report_agent(&hook, named, within(READ_WITHIN)).await {
         Ok(Some(agent)) => {
-            protection.apply(&mut doc, &agent.id);
+            protection.apply(&mut doc, "");
             agent
         }
-        // Its agent not known yet, the report is held: under the workspace's policy too (its
-        // identity names no agent, `privacy::identity`), so the held copy is the document's
-        // envelope, never the body.
+        // Its agent not known yet, the report is held: under the workspace's policy too, so
+        // the held copy is the document's envelope, never the body.
         Ok(None) => {
             protection.apply(&mut doc, "");
             return hold(backend, &hook, named, &doc, &body, (received, started), "held", request_id, log).await;

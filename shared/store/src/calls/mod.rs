@@ -58,6 +58,10 @@ pub use list::{CallSummary, Listing, Page, Position};
 pub use read::{CallAt, Part, RevisionInfo, StoredCall, StoredRevision};
 pub use submission::{dynamodb_number, Receipt};
 
+/// What a submission committed restricted to a stricter policy (`Store::commit_bound`)
+/// adds to its token.
+const BOUND_MARK: &str = "b";
+
 /// Attempts at storing one submission (creates and revisions that lost a race or met a
 /// transaction in progress) before answering "try again".
 const MAX_ATTEMPTS: usize = 40;
@@ -246,6 +250,7 @@ impl Store {
     ) -> Result<Option<Stored>, StoreError> {
         let sub = Submission::prepare(owner, doc, raw, receipt)?;
         let identity = sub.digest.clone();
+        let (pk, frame) = (sub.pk.clone(), sub.external.as_ref().map(|(key, _)| key.clone()));
         let mut stricter = None;
         let result = self.commit(owner, doc.call_id(), sub, path, budget, &mut stricter).await;
         let Some(storage) = stricter else { return result };
@@ -253,9 +258,45 @@ impl Store {
         call_ingest_core::privacy::restrict(&mut bound, storage, call_ingest_core::privacy::Kinds::all());
         bound.identity = Some(identity);
         let raw = call_ingest_core::privacy::stored_raw(&bound, raw);
-        let sub = Submission::prepare(owner, &bound, &raw, &Receipt::new(receipt.received_ms)?)?;
+        // Its token is the submission's own, marked: the direct write's re-commit and its
+        // pending copy's (a 202 whose direct re-commit landed late) are one submission, stored
+        // once however many times it is committed.
+        let marked = Receipt { token: format!("{}{BOUND_MARK}", receipt.token), received_ms: receipt.received_ms };
+        let sub = Submission::prepare(owner, &bound, &raw, &marked)?;
         let mut again = None;
-        self.commit(owner, doc.call_id(), sub, path, budget, &mut again).await
+        let result = self.commit(owner, doc.call_id(), sub, path, budget, &mut again).await;
+        if let (Ok(Some(_)), Path::Pending, Some(frame)) = (&result, path, frame) {
+            self.settle_bound_frame(&pk, &receipt.token, &frame).await?;
+        }
+        result
+    }
+
+    /// A pending copy committed restricted (`commit_bound`): the frame its direct write may
+    /// have written of the content as sent is named by no item unless that write landed (a
+    /// revision that outlived its answer). As `keep_unchanged` does, the copy's token is
+    /// noted on the head first (every later write of the head, a late copy of that direct
+    /// write's included, is conditioned on the tokens it read, so none can name the frame
+    /// afterwards), then the frame is erased unless an item carries the token. `Err`: the
+    /// head kept changing; the copy is committed again later (it then finds its token noted).
+    async fn settle_bound_frame(&self, pk: &str, token: &str, frame: &str) -> Result<(), StoreError> {
+        for round in 0..3 {
+            let Some(head) = self.head(pk).await? else { return Ok(()) };
+            if is_tombstone(&head) || is_erasing(&head) {
+                // Erased, or being erased: the erase finds the copy's frame by its token.
+                return Ok(());
+            }
+            let noted =
+                submission::tokens(&head).contains(&token.to_owned()) || self.note_committed(pk, &head, token).await?;
+            if noted {
+                let items = self.query(pk, query::SortKeys::All, Some(&["sk", "submission"])).await?;
+                if !items.iter().any(|i| item::get_s(i, "submission") == Some(token)) {
+                    self.frames.erase(frame).await?;
+                }
+                return Ok(());
+            }
+            tokio::time::sleep(backoff(round)).await;
+        }
+        Err(StoreError::Unavailable("the call changed while its copy's frame was settled".into()))
     }
 
     /// Whether the frame `sub` may have written is unused once its commit answered `result`
@@ -456,11 +497,6 @@ impl Store {
                 // Being erased: no frame is written for a submission that must wait.
                 return Err(StoreError::Unavailable("the call is being erased".into()));
             }
-            if let Some(storage) = head.as_ref().and_then(|h| sub.bound_by(h)) {
-                // Stored under a stricter policy: no frame of this content is written.
-                attempt.stricter = Some(storage);
-                return Err(StoreError::Unavailable("the call is stored under a stricter data policy".into()));
-            }
             let mut head = head;
             for round in 0..MAX_ATTEMPTS {
                 let Some(same) = head.as_ref().filter(|h| sub.same_content(h)) else { break };
@@ -485,6 +521,13 @@ impl Store {
                 if self.identity_or_replay(sub, Some(other), !sub.outranks(other)).await? != Found::Neither {
                     return unchanged(other, requests).map(Some);
                 }
+            }
+            // Stored under a stricter policy (and not holding this submission already, nor
+            // replayed by it: checked first, as a stored submission is never stored again):
+            // no frame of this content is written.
+            if let Some(storage) = head.as_ref().and_then(|h| sub.bound_by(h)) {
+                attempt.stricter = Some(storage);
+                return Err(StoreError::Unavailable("the call is stored under a stricter data policy".into()));
             }
             self.frames.put(key, frame.clone(), owner, call_id, received).await?;
             attempt.wrote_frame = true;

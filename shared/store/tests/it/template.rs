@@ -229,6 +229,11 @@ fn functions_have_least_privilege_iam() {
                             || keys == &entries && actions == ["dynamodb:DeleteItem"]
                             || keys == &later && actions == ["dynamodb:PutItem"]) => {}
                 Some([k]) if k == "COUNTER" && actions == ["dynamodb:UpdateItem"] && senders.contains(function) => {}
+                // Where the raw-retention sweep stands, per workspace (`calls::walk`).
+                Some([k])
+                    if k == "WALK#*"
+                        && *function == "EraseCallFunction"
+                        && actions == ["dynamodb:GetItem", "dynamodb:PutItem"] => {}
                 _ => panic!("{function}: {actions:?} on the Calls table not bound to call items: {keys}"),
             }
         }
@@ -347,6 +352,8 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
             "EraseCallFunction",
             &[
                 ("s3:PutObject", "frames/*"),
+                // The raw-retention sweep rewrites frames without their raw body.
+                ("s3:GetObject", "frames/*"),
                 ("s3:DeleteObject", "pending/*"),
                 ("s3:DeleteObject", "failed/*"),
                 ("s3:DeleteObject", "held/*"),
