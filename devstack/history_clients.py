@@ -145,10 +145,11 @@ class Clients:
             return self.recorder.one_shot(kind, call, marker, send, **kw)
         return self.recorder.retrying(kind, call, marker, send, rng, client=client, deadline=self.deadline, **kw)
 
-    def create(self, call, marker, body, client, rng, note=""):
-        """Operation B."""
+    def create(self, call, marker, body, client, rng, note="", headers=None):
+        """Operation B, with `headers` besides the credential's (`X-Data-Policy`)."""
         return self._run(client, "create", call, marker,
-                         lambda timeout: self.stack.post_create_call(body, timeout=timeout), rng, note=note)
+                         lambda timeout: self.stack.post_create_call(body, timeout=timeout, headers=headers), rng,
+                         note=note)
 
     def send(self, call, marker, body, client, rng, note=""):
         """Operation A."""

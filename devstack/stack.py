@@ -266,10 +266,10 @@ class Stack:
         headers.update(extra or {})
         return headers
 
-    def post_create_call(self, body, agent=None, timeout=30):
+    def post_create_call(self, body, agent=None, timeout=30, headers=None):
         remote = agent or self.dev["agent_remote_identifier"]
         url = f"{self.url}/api/v1/public/call?workspace_id={self.dev['workspace_id']}&agent_remote_identifier={remote}"
-        return request("POST", url, body, self.auth(), timeout=timeout)
+        return request("POST", url, body, self.auth(headers), timeout=timeout)
 
     def post_send_call_data(self, body, timeout=30):
         return request("POST", f"{self.url}/v1/calls", body, self.auth(), timeout=timeout)

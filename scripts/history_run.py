@@ -107,6 +107,8 @@ class Planned:
     # and whether every rule the shape armed is removed once this step is answered.
     arm: tuple = ()
     disarm: bool = False
+    # Request headers besides the credential's (`X-Data-Policy`, see `TIGHTEN`).
+    headers: tuple = ()
 
 
 # A shape is a short sequence one client does on one call, in order, woven into the random
@@ -131,6 +133,13 @@ MIXED_CALLS = 2
 EXPORTS = 0.12
 TRACE_SHAPES = 0.015
 TRACE_CALLS = 3
+# Tightening shapes (issue 32, `tighten_shape`) at this rate on call ids of their own, from a
+# generator of their own (seed + 9, so a seed's other operations stay as they were). Create
+# Call's contents carry their marker in `disconnection_reason` too, which metadata_only keeps,
+# so the checker sees them stored.
+TIGHTEN_SHAPES = 0.012
+TIGHTEN_CALLS = 2
+TIGHTENED = (("X-Data-Policy", "metadata_only"),)
 
 
 def shape(rng, call, markers, templates):
@@ -205,6 +214,25 @@ def shape(rng, call, markers, templates):
     ))
 
 
+def tighten_shape(rng, call, markers, templates):
+    """A, then B sent with `X-Data-Policy: metadata_only` (issue 32), then A and B again
+    without it: the call's strictest policy binds them (`commit_bound`), A stored again
+    restricted and B's bytes still B. Half the time B's write is applied at once but its
+    reply held past the function's patience (202, and a pending copy of the same submission
+    committed later): a bound submission committed twice, stored once."""
+    first_marker, second_marker = next(markers), next(markers)
+    first = templates.create(call, first_marker, rng.random() < 0.5)
+    second = templates.create(call, second_marker, rng.random() < 0.5)
+    late_reply = tuple({"op": op, "fault": "delay", "seconds": 4.5, "times": 1, "table": "{calls}",
+                        "contains": '"{pk}"'} for op in ("PutItem", "TransactWriteItems")) if rng.random() < 0.5 else ()
+    return Planned("create", call, first_marker, first, "one_shot", "shape: a, b tightened, a, b", (
+        Planned("create", call, second_marker, second, "one_shot", "metadata_only", headers=TIGHTENED, arm=late_reply),
+        Planned("create", call, first_marker, first, "one_shot", "replay"),
+        Planned("pause", call, None, None, "", str(PAUSE)),
+        Planned("create", call, second_marker, second, "one_shot", "replay", disarm=bool(late_reply)),
+    ))
+
+
 class Templates:
     """The bodies the schedule varies: callgen's, small and large, for each operation."""
 
@@ -224,6 +252,7 @@ class Templates:
         body.setdefault("call_analysis", {})["call_summary"] = f"summary {marker}"
         body["call_analysis"]["caller_note"] = PLANTED_NOTE
         body.setdefault("metadata", {})["history_marker"] = marker
+        body["disconnection_reason"] = marker  # kept under metadata_only too
         body["caller_phone_number"] = PLANTED["phone"]
         body.setdefault("transcript_with_tool_calls", []).insert(
             0, {"role": "user", "text": f"my card is {PLANTED['card']}", "start_ms": 0, "end_ms": 900})
@@ -276,8 +305,13 @@ def plan(seed, operations, templates, agent_id, shapes=SHAPES):
     tracer = random.Random(seed + 7)
     span_markers = (f"hist-{seed}-7{n:05d}-mark" for n in itertools.count())
     traced = (f"hist-{seed}-6{n:05d}-mark" for n in itertools.count())
+    tightener = random.Random(seed + 9)
+    tightened = (f"hist-{seed}-5{n:05d}-mark" for n in itertools.count())
     out = []
     for _ in range(operations):
+        if tightener.random() < TIGHTEN_SHAPES:
+            call = f"hist-{seed}-p{tightener.randrange(TIGHTEN_CALLS)}"
+            out.append(tighten_shape(tightener, call, tightened, templates))
         if tracer.random() < EXPORTS:
             out.append(export(tracer, tracer.choice(calls + hooks), next(span_markers), tracer.randrange(2)))
         if tracer.random() < TRACE_SHAPES:
@@ -739,7 +773,7 @@ def drive(clients, schedule, workers, seconds, seed):
         elif p.kind == "pause":
             time.sleep(float(p.note))
         elif p.kind == "create":
-            clients.create(p.call, p.marker, p.body, p.client, rng, p.note)
+            clients.create(p.call, p.marker, p.body, p.client, rng, p.note, dict(p.headers))
         elif p.kind == "send":
             clients.send(p.call, p.marker, p.body, p.client, rng, p.note)
         elif p.kind == "export":
