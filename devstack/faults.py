@@ -68,7 +68,7 @@ import threading
 import time
 from decimal import Decimal, InvalidOperation
 
-from devstack import iam
+from devstack import comprehend, iam
 from devstack.wire import s3_operation, service_of  # noqa: F401 (devstack.dynamodb imports service_of here)
 
 PREFIX = "com.amazonaws.dynamodb.v20120810#"
@@ -87,6 +87,8 @@ FAULTS = {
 }
 # What S3 answers (the rest of FAULTS are DynamoDB's own errors).
 S3_FAULTS = {"slowdown", "internal", "lost_reply", "late", "delay", "observe"}
+# Comprehend's (the local stand-in, devstack/comprehend.py): throttled, failing, slow, counted.
+COMPREHEND_FAULTS = {"throttle", "internal", "delay", "observe"}
 _SIGV4_REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
 
 
@@ -119,8 +121,10 @@ class Rule:
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; one of {sorted(FAULTS)}")
         self.service = spec.get("service", "dynamodb")
-        if self.service not in ("dynamodb", "s3"):
-            raise ValueError(f"unknown service {self.service!r}; dynamodb or s3")
+        if self.service not in ("dynamodb", "s3", "comprehend"):
+            raise ValueError(f"unknown service {self.service!r}; dynamodb, s3 or comprehend")
+        if self.service == "comprehend" and fault not in COMPREHEND_FAULTS:
+            raise ValueError(f"Comprehend has no fault {fault!r}; one of {sorted(COMPREHEND_FAULTS)}")
         if self.service == "s3" and fault not in S3_FAULTS:
             raise ValueError(f"S3 has no fault {fault!r}; one of {sorted(S3_FAULTS)}")
         if self.service == "dynamodb" and fault == "slowdown":
@@ -510,6 +514,8 @@ class FaultLayer:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if service_of(environ) == "s3":
             return self.s3(environ, start_response, body)
+        if target.startswith(comprehend.TARGET):
+            return self.comprehend(target.split(".", 1)[1], environ, start_response, body)
         if not target.startswith("DynamoDB_20120810."):
             return self.app(environ, start_response) if body is None else self.forward(environ, start_response, body)
         op = target.split(".", 1)[1]
@@ -540,6 +546,22 @@ class FaultLayer:
         if rule is None:
             return self.forward(environ, start_response, body)
         return self.inject(rule, op, request, environ, start_response, body)
+
+    def comprehend(self, op, environ, start_response, body=None):
+        """A Comprehend request: answered by the local stand-in, unless a rule faults it."""
+        body = read_body(environ) if body is None else body
+        rule = self.pick(op, set(), body.decode("utf-8", "replace"), service="comprehend")
+        json11 = "application/x-amz-json-1.1"
+        if rule is not None and rule.fault == "throttle":
+            return respond(start_response, 400, {"__type": "ThrottlingException", "Message": "Rate exceeded"},
+                           content_type=json11)
+        if rule is not None and rule.fault == "internal":
+            return respond(start_response, 500, {"__type": "InternalServerException", "Message": "Internal error"},
+                           content_type=json11)
+        if rule is not None and rule.fault == "delay":
+            time.sleep(rule.seconds)
+        status, answer = comprehend.answer(op, body)
+        return respond(start_response, status, answer, content_type=json11)
 
     def s3(self, environ, start_response, body=None):
         """An S3 request (path-style): faults by operation, bucket and key."""

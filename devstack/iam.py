@@ -74,7 +74,8 @@ TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templ
 DEFAULT_KEYS = {"HOOK_KEY_ID": "alias/call-ingest-webhooks"}
 FUNCTION_KEY = re.compile(r"fn\.(.+?)(?:\.(\d+))?")
 CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/([^/]+)/")
-TARGETS = {"DynamoDB_20120810": "dynamodb", "AmazonSQS": "sqs", "TrentService": "kms"}
+TARGETS = {"DynamoDB_20120810": "dynamodb", "AmazonSQS": "sqs", "TrentService": "kms",
+           "Comprehend_20171127": "comprehend"}
 MULTIVALUED = {"dynamodb:leadingkeys", "kms:encryptioncontextkeys"}
 KNOWN_KEYS = MULTIVALUED | {"s3:prefix", "aws:securetransport"}
 # As AWS authorises them: the batch operations of SQS as their single ones.

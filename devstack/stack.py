@@ -166,6 +166,8 @@ class Stack:
             "AWS_ENDPOINT_URL_SQS": self.dynamodb,
             # and KMS: it seals webhook secrets.
             "AWS_ENDPOINT_URL_KMS": self.dynamodb,
+            # and Comprehend: the fault layer's stand-in reads the text (devstack.comprehend).
+            "AWS_ENDPOINT_URL_COMPREHEND": self.dynamodb,
             "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
             "CALLS_TABLE": f"calls-{tag}", "DIRECTORY_TABLE": f"directory-{tag}",
             "CURSOR_SECRET": self.env.get("CURSOR_SECRET") or os.urandom(32).hex(),

@@ -8,6 +8,7 @@ a 503 with nothing stored, never a default."""
 import json
 import random
 import string
+import time
 
 from devstack.stack import request, wait_for
 from devstack.storage import every_object, found_stored
@@ -254,7 +255,7 @@ def test_me_shows_each_workspaces_policy(stack):
     me = request("GET", f"{stack.url}/api/v1/public/me", None, t.headers())
     assert me.status == 200, me
     assert me.body["data_policies"] == [{"workspace_id": int(t.ws), "policy": {
-        "storage": "redacted", "retention_days": 30, "raw_retention_days": 7, "pii_entities": ["email", "ssn"]}}]
+        "storage": "redacted", "retention_days": 30, "raw_retention_days": 7, "pii_entities": ["email", "ssn"], "pii_model": None}}]
 
 
 def test_calls_past_retention_are_erased_by_the_scheduled_sweep_and_leave_nothing(stack):
@@ -381,3 +382,94 @@ def test_apply_policy_redacts_the_calls_stored_before_and_resumes_where_it_stopp
     assert erased.status in (200, 204), erased
     notes = bodies[0]["call_analysis"]["notes"][:64].encode()
     assert [key for key, data in every_object(stack) if notes in data] == []
+
+
+def named_call(call_id):
+    """A call that says a caller's name and street address (which only a model finds), and
+    a phone number (which the rules find), in its turns, its words, a tool's arguments and
+    its analysis."""
+    said = "hi this is Margaret Okafor and I live at 42 Willow Street, Springfield"
+    return {
+        "call_id": call_id, "call_type": "phone_call",
+        "start_timestamp": 1_763_700_000_000, "end_timestamp": 1_763_700_060_000,
+        "recording_url": "https://recordings.example.com/named.wav",
+        "transcript_with_tool_calls": [
+            {"role": "agent", "text": "Who am I speaking with?", "start_ms": 0, "end_ms": 1200},
+            {"role": "user", "text": said, "start_ms": 1500, "end_ms": 7000, "words": spoken_words(said, 1500)},
+            {"role": "user", "text": f"call me on {PLANTED['phone']}", "start_ms": 7200, "end_ms": 9000},
+            {"role": "agent_function", "text": "", "start_ms": 9100, "end_ms": 9200,
+             "tool": {"name": "crm_lookup", "params": {"name": "Margaret Okafor", "street": "42 Willow Street"}}},
+        ],
+        "call_analysis": {"summary": "Margaret Okafor asked to move her appointment"},
+    }
+
+
+MODEL_NEEDLES = ["Okafor", "okafor", "Willow", "willow"]
+
+
+def test_the_model_redacts_names_and_addresses_wherever_the_call_carries_them(stack):
+    """`--pii-model aws_comprehend`: Comprehend (the local stack's stand-in, which reads the
+    text, IAM enforced) finds the name and the address in the turns; each is replaced in the
+    text, the timed words (their times kept), the tool's arguments and the analysis; the rules
+    still replace the phone number; nothing of them is stored anywhere."""
+    t = Tenant(stack, "privacy-model", "--storage", "redacted", "--pii-model", "aws_comprehend")
+    shown = stack.ctl("workspace", "get", "--id", t.ws)["policy"]
+    assert shown["pii_model"] == {"language": "en"} and "person_name" in shown["pii_entities"], shown
+    assert t.post_b(named_call("model-1")).status == 201
+    doc = t.read("model-1").body["document"]
+    assert doc["redaction"] == {"model": "aws_comprehend"}, doc
+    turns = doc["call"]["transcript_with_tool_calls"]
+    assert turns[1]["text"] == "hi this is [PERSON_NAME] and I live at [ADDRESS]", turns[1]["text"]
+    words = turns[1]["words"]
+    assert [w["word"] for w in words[3:5]] == ["[PERSON_NAME]", "[PERSON_NAME]"], words
+    assert (words[3]["start_ms"], words[4]["end_ms"]) == (1500 + 3 * 400, 1500 + 4 * 400 + 300)
+    assert turns[2]["text"] == "call me on [PHONE_NUMBER]"
+    assert turns[3]["tool"]["params"] == {"name": "[PERSON_NAME]", "street": "[ADDRESS]"}, turns[3]
+    assert doc["call"]["call_analysis"]["summary"] == "[PERSON_NAME] asked to move her appointment"
+    kinds = {r["kind"] for r in doc["redactions"]}
+    assert {"person_name", "address", "phone_number"} <= kinds, doc["redactions"]
+    assert found_stored(stack, MODEL_NEEDLES) == [], "the name and the address nowhere in DynamoDB or S3"
+
+
+def test_a_model_that_fails_or_is_late_leaves_the_rules_and_says_so_never_refuses(stack):
+    """Comprehend failing (500), throttling, or answering after 1 s: the call is stored at
+    once with the rules' redaction alone and `redaction.model: "unavailable"`, never
+    refused."""
+    t = Tenant(stack, "privacy-model-down", "--storage", "redacted", "--pii-model", "aws_comprehend")
+    for n, fault in enumerate([{"fault": "internal"}, {"fault": "throttle"}, {"fault": "delay", "seconds": 2.5}]):
+        call_id = f"model-down-{n}"
+        stack.faults.add({"service": "comprehend", "op": "DetectPiiEntities", "times": 1000, **fault})
+        try:
+            started = time.time()
+            answer = t.post_b(named_call(call_id))
+            took = time.time() - started
+        finally:
+            stack.faults.clear()
+        assert answer.status == 201, (fault, answer)
+        assert took < 4, (fault, took)
+        doc = t.read(call_id).body["document"]
+        assert doc["redaction"] == {"model": "unavailable"}, (fault, doc)
+        assert doc["call"]["transcript_with_tool_calls"][2]["text"] == "call me on [PHONE_NUMBER]"
+        assert "Okafor" in json.dumps(doc), "the rules alone do not know names"
+
+
+def test_the_model_reads_a_long_call_in_requests_of_at_most_100_kb(stack):
+    """Comprehend takes 100 KB of text a request: a call of about 250 KB of turns goes in
+    three, and the name said near its end is found."""
+    t = Tenant(stack, "privacy-model-long", "--storage", "redacted", "--pii-model", "aws_comprehend")
+    body = named_call("model-long")
+    filler = [{"role": "agent", "text": "let me check that for you " * 40, "start_ms": 10_000 + i, "end_ms": 10_001 + i}
+              for i in range(240)]
+    body["transcript_with_tool_calls"] = filler + body["transcript_with_tool_calls"][1:2]
+    counted = stack.faults.add({"service": "comprehend", "op": "DetectPiiEntities", "fault": "observe",
+                                "times": 1000, "contains": "Okafor"})
+    seen = stack.faults.add({"service": "comprehend", "op": "DetectPiiEntities", "fault": "observe", "times": 1000})
+    try:
+        assert t.post_b(body).status == 201
+        fired = {r["id"]: r["fired"] for r in stack.faults.rules()}
+    finally:
+        stack.faults.clear()
+    doc = t.read("model-long").body["document"]
+    assert doc["redaction"] == {"model": "aws_comprehend"}, doc.get("redaction")
+    assert "Okafor" not in json.dumps(doc)
+    assert fired[counted] == 1 and fired[seen] == 2, fired

@@ -1,7 +1,7 @@
 //! `callctl workspace`: creating and showing workspaces.
 
 use anyhow::{anyhow, bail};
-use call_ingest_core::privacy::{Kinds, Storage};
+use call_ingest_core::privacy::{Kind, Kinds, Language, PiiModel, Storage};
 use call_ingest_store::directory::admin::Workspace;
 use call_ingest_store::directory::limits::MAX_LIMIT;
 use call_ingest_store::Backend;
@@ -59,10 +59,20 @@ pub enum Command {
         /// Remove raw bodies this many days after (at most retention-days); `none` keeps them.
         #[arg(long)]
         raw_retention_days: Option<String>,
-        /// Kinds redacted under `redacted`, comma-separated, or `all`: phone_number, email,
-        /// credit_card, ssn, iban, date_of_birth.
+        /// Kinds redacted under `redacted`, comma-separated, or `all` (every kind the rules
+        /// find): phone_number, email, credit_card, ssn, iban, date_of_birth, and with a
+        /// model person_name, address.
         #[arg(long)]
         pii_entities: Option<String>,
+        /// A model besides the rules, for names and street addresses: aws_comprehend (AWS
+        /// Comprehend's DetectPiiEntities, billed per call: see the README), or none (the
+        /// default). Setting it adds person_name and address to the kinds unless
+        /// --pii-entities names them.
+        #[arg(long)]
+        pii_model: Option<String>,
+        /// The language the model reads the turns in: en (the default) or es.
+        #[arg(long)]
+        pii_language: Option<String>,
     },
     /// Applies the workspace's policy (as it is now) to the calls it stored before: calls
     /// past retention-days are erased, the others redacted or reduced to their metadata,
@@ -98,7 +108,15 @@ impl Command {
             }
             Command::Get { id } => require(backend, id).await?,
             Command::Limit { id, per_second, .. } => backend.directory().set_rate_limit(id, per_second).await?,
-            Command::Policy { id, storage, retention_days, raw_retention_days, pii_entities } => {
+            Command::Policy {
+                id,
+                storage,
+                retention_days,
+                raw_retention_days,
+                pii_entities,
+                pii_model,
+                pii_language,
+            } => {
                 let mut policy = require(backend, id).await?.policy;
                 if let Some(name) = storage {
                     policy.storage = Storage::parse(&name)
@@ -109,6 +127,24 @@ impl Command {
                 }
                 if let Some(days) = raw_retention_days {
                     policy.raw_retention_days = days_or_none(&days, "--raw-retention-days")?;
+                }
+                let language = match pii_language.as_deref() {
+                    None => policy.pii_model.map_or(Language::En, |m| m.language),
+                    Some(name) => Language::parse(name).ok_or_else(|| anyhow!("--pii-language must be en or es"))?,
+                };
+                match pii_model.as_deref().map(str::trim) {
+                    None => policy.pii_model = policy.pii_model.map(|_| PiiModel { language }),
+                    Some("none") => policy.pii_model = None,
+                    Some(PiiModel::NAME) => {
+                        if policy.pii_model.is_none() && pii_entities.is_none() {
+                            policy.pii_entities = policy.pii_entities.union(Kinds::of(Kind::MODEL));
+                        }
+                        policy.pii_model = Some(PiiModel { language });
+                    }
+                    Some(other) => bail!("--pii-model must be {} or none, not {other:?}", PiiModel::NAME),
+                }
+                if pii_language.is_some() && policy.pii_model.is_none() {
+                    bail!("--pii-language needs a model (--pii-model {})", PiiModel::NAME);
                 }
                 if let Some(list) = pii_entities {
                     policy.pii_entities = Kinds::parse(&list).map_err(|e| anyhow!("--pii-entities: {e}"))?;
@@ -131,6 +167,13 @@ impl Command {
                 ("retention", days(p.retention_days)),
                 ("raw retention", days(p.raw_retention_days)),
                 ("pii entities", p.pii_entities.names().join(", ")),
+                (
+                    "pii model",
+                    p.pii_model.map_or_else(
+                        || "none (rules only)".to_owned(),
+                        |m| format!("{} ({})", PiiModel::NAME, m.language.as_str()),
+                    ),
+                ),
             ])
         })?;
         Ok(())

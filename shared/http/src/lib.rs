@@ -18,6 +18,7 @@ mod endpoints;
 mod gate;
 mod lambda;
 pub mod logging;
+mod pii_model;
 mod policy;
 pub mod problems;
 mod reading;

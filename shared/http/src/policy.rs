@@ -83,11 +83,18 @@ impl Protection {
         Ok(Protection { policy, key })
     }
 
-    /// Applies the policy to `doc` (of `agent_id`).
-    pub(crate) fn apply(&self, doc: &mut CallDocument, agent_id: &str) {
+    /// Applies the policy to `doc` (of `agent_id`): under `redacted` with a model, what the
+    /// model finds in the turns (within `pii_model::WITHIN`) is replaced with the rules'.
+    pub(crate) async fn apply(&self, backend: &Backend, doc: &mut CallDocument, agent_id: &str) {
+        let model = match (self.policy.storage, self.policy.pii_model) {
+            (Storage::Redacted, Some(model)) => Some(
+                crate::pii_model::find(backend.comprehend(), &doc.call, model.language, self.policy.pii_entities).await,
+            ),
+            _ => None,
+        };
         match &self.key {
-            Some(key) => privacy::apply(doc, &self.policy, key, agent_id),
-            None => privacy::restrict(doc, self.policy.storage, self.policy.pii_entities),
+            Some(key) => privacy::apply_with(doc, &self.policy, key, agent_id, model.as_ref()),
+            None => privacy::restrict_with(doc, self.policy.storage, self.policy.pii_entities, model.as_ref()),
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct Backend {
     /// the environment, it is built on first use: most requests never open a secret).
     kms: Option<aws_sdk_kms::Client>,
     sealer: OnceLock<Option<Sealer>>,
+    /// The workspaces' model of personal data (Comprehend), built on first use: most
+    /// workspaces have none.
+    comprehend: OnceLock<Option<aws_sdk_comprehend::Client>>,
 }
 
 struct Tables {
@@ -72,6 +75,7 @@ impl Backend {
             client,
             patience: Default::default(),
             kms: None,
+            comprehend: OnceLock::new(),
             sealer: OnceLock::new(),
         }
     }
@@ -92,6 +96,7 @@ impl Backend {
             client,
             patience: Default::default(),
             kms: None,
+            comprehend: OnceLock::new(),
             sealer: OnceLock::new(),
         })
     }
@@ -127,6 +132,17 @@ impl Backend {
     /// The Directory table.
     pub fn directory(&self) -> &Directory {
         &self.tables().directory
+    }
+
+    /// The Comprehend client, from the environment's settings (`None` for an instance over
+    /// clients given to it: the tests').
+    pub fn comprehend(&self) -> Option<&aws_sdk_comprehend::Client> {
+        self.comprehend
+            .get_or_init(|| match &self.client {
+                Source::Env(env) => Some(env.comprehend_client()),
+                Source::Ready(..) => None,
+            })
+            .as_ref()
     }
 
     /// What seals and opens webhook secrets; `None` without a KMS client.

@@ -215,7 +215,7 @@ pub fn s3_client_with(endpoint: Option<&str>, region: &str, credentials: Credent
 
 /// The functions' AWS settings, from the environment Lambda provides: `AWS_REGION`,
 /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, and optionally
-/// `AWS_ENDPOINT_URL_DYNAMODB` / `_S3` / `_KMS` (or `AWS_ENDPOINT_URL`) for a
+/// `AWS_ENDPOINT_URL_DYNAMODB` / `_S3` / `_KMS` / `_SQS` / `_COMPREHEND` (or `AWS_ENDPOINT_URL`) for a
 /// local server. Not aws-config's whole provider chain
 /// (profiles, SSO, STS): the functions never need it, and it would be a third of their
 /// binary. `callctl` uses that chain instead.
@@ -227,6 +227,7 @@ pub struct EnvClient {
     s3_endpoint: Option<String>,
     kms_endpoint: Option<String>,
     sqs_endpoint: Option<String>,
+    comprehend_endpoint: Option<String>,
     /// One HTTP client for the instance's SDK clients: one connector and its connection
     /// pool, built on the first request of any of them (the CA files are read once per
     /// process either way).
@@ -254,7 +255,17 @@ impl EnvClient {
         let s3_endpoint = get("AWS_ENDPOINT_URL_S3").or_else(|| get("AWS_ENDPOINT_URL"));
         let kms_endpoint = get("AWS_ENDPOINT_URL_KMS").or_else(|| get("AWS_ENDPOINT_URL"));
         let sqs_endpoint = get("AWS_ENDPOINT_URL_SQS").or_else(|| get("AWS_ENDPOINT_URL"));
-        Ok(EnvClient { region, credentials, endpoint, s3_endpoint, kms_endpoint, sqs_endpoint, http: http_client() })
+        let comprehend_endpoint = get("AWS_ENDPOINT_URL_COMPREHEND").or_else(|| get("AWS_ENDPOINT_URL"));
+        Ok(EnvClient {
+            region,
+            credentials,
+            endpoint,
+            s3_endpoint,
+            kms_endpoint,
+            sqs_endpoint,
+            comprehend_endpoint,
+            http: http_client(),
+        })
     }
 
     /// Builds the DynamoDB client (this loads the TLS trust store).
@@ -277,6 +288,14 @@ impl EnvClient {
         let (endpoint, credentials) = (self.kms_endpoint.as_deref(), self.credentials.clone());
         aws_sdk_kms::Client::from_conf(
             builder_for!(aws_sdk_kms, endpoint, &self.region, credentials, self.http.clone()).build(),
+        )
+    }
+
+    /// Builds the Comprehend client (a workspace's model of personal data).
+    pub fn comprehend_client(&self) -> aws_sdk_comprehend::Client {
+        let (endpoint, credentials) = (self.comprehend_endpoint.as_deref(), self.credentials.clone());
+        aws_sdk_comprehend::Client::from_conf(
+            builder_for!(aws_sdk_comprehend, endpoint, &self.region, credentials, self.http.clone()).build(),
         )
     }
 

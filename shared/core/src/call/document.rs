@@ -107,6 +107,9 @@ pub struct CallDocument {
     /// Where the audio said what `redacted` replaced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redactions: Option<Vec<crate::privacy::policy::Redaction>>,
+    /// Whether a model read the call besides the rules (a policy with one only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<crate::privacy::policy::ModelNote>,
     /// What a `metadata_only` call held, counted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counts: Option<crate::privacy::policy::Counts>,
@@ -126,6 +129,7 @@ impl CallDocument {
             stage: 0,
             data_policy: None,
             redactions: None,
+            redaction: None,
             counts: None,
             identity: None,
         }

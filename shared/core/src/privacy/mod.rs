@@ -13,8 +13,11 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-pub use policy::{Applied, Counts, Kind, Kinds, Policy, Redaction, Storage};
-pub use redact::{redact_call, redact_text};
+pub use detect::Known;
+pub use policy::{
+    Applied, Counts, Kind, Kinds, Language, ModelNote, ModelOutcome, PiiModel, Policy, Redaction, Storage,
+};
+pub use redact::{redact_call, redact_text, Rules};
 
 use crate::api::{CreateCall, Number};
 use crate::call::{hex, CallDocument, Operation, Summary};
@@ -36,27 +39,56 @@ pub fn identity(key: &[u8], agent_id: &str, json: &[u8]) -> String {
 /// identity is taken first (see [`identity`]), then its personal data replaced
 /// (`redacted`) or everything but its metadata dropped (`metadata_only`).
 pub fn apply(doc: &mut CallDocument, policy: &Policy, key: &[u8], agent_id: &str) {
+    apply_with(doc, policy, key, agent_id, None)
+}
+
+/// What the policy's model made of a call: the values it found, or nothing in time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelFound {
+    Values(Known),
+    Unavailable,
+}
+
+/// [`apply`], with what the policy's model found (`None`: the policy names no model).
+pub fn apply_with(doc: &mut CallDocument, policy: &Policy, key: &[u8], agent_id: &str, model: Option<&ModelFound>) {
     if policy.storage == Storage::Everything {
         return;
     }
     doc.identity = Some(identity(key, agent_id, &doc.to_json()));
-    restrict(doc, policy.storage, policy.pii_entities);
+    restrict_with(doc, policy.storage, policy.pii_entities, model);
 }
 
 /// The redaction or stripping of [`apply`], without the identity: also for a document
 /// tightened later (a call whose earlier revision was stored under a stricter policy).
 pub fn restrict(doc: &mut CallDocument, storage: Storage, kinds: Kinds) {
+    restrict_with(doc, storage, kinds, None)
+}
+
+/// [`restrict`], with what the policy's model found: its values are replaced too, and the
+/// document says whether it read the call (`redaction.model`).
+pub fn restrict_with(doc: &mut CallDocument, storage: Storage, kinds: Kinds, model: Option<&ModelFound>) {
     match storage {
         Storage::Everything => {}
         Storage::Redacted => {
-            let redactions = redact_call(&mut doc.call, kinds);
+            let known = match model {
+                Some(ModelFound::Values(known)) => Some(known),
+                _ => None,
+            };
+            let redactions = redact::redact_call_with(&mut doc.call, Rules { kinds, known });
             doc.data_policy = Some(Applied { storage, pii_entities: Some(kinds) });
             doc.redactions = Some(redactions);
+            doc.redaction = model.map(|m| ModelNote {
+                model: match m {
+                    ModelFound::Values(_) => ModelOutcome::AwsComprehend,
+                    ModelFound::Unavailable => ModelOutcome::Unavailable,
+                },
+            });
         }
         Storage::MetadataOnly => {
             doc.counts = Some(metadata_only(&mut doc.call));
             doc.data_policy = Some(Applied { storage, pii_entities: None });
             doc.redactions = None;
+            doc.redaction = None;
         }
     }
 }
@@ -83,6 +115,7 @@ struct StoredDocument {
     call: CreateCall,
     data_policy: Option<Applied>,
     redactions: Option<Vec<Redaction>>,
+    redaction: Option<ModelNote>,
     counts: Option<Counts>,
 }
 
@@ -107,6 +140,7 @@ pub fn from_envelope(operation: Operation, bytes: &[u8]) -> Option<CallDocument>
     doc.stage = read.stage;
     doc.data_policy = Some(read.document.data_policy?);
     doc.redactions = read.document.redactions;
+    doc.redaction = read.document.redaction;
     doc.counts = read.document.counts;
     doc.identity = Some(read.identity).filter(|i| !i.is_empty());
     Some(doc)
@@ -132,6 +166,8 @@ struct Tightened<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     redactions: Option<&'a [Redaction]>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    redaction: Option<ModelNote>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     counts: Option<Counts>,
 }
 
@@ -148,6 +184,7 @@ pub fn tighten_stored(json: &[u8], storage: Storage, kinds: Kinds) -> Option<(Ve
     let mut doc = CallDocument::new(Operation::CreateCall, stored.document.call, Summary::default());
     doc.data_policy = stored.document.data_policy;
     doc.redactions = stored.document.redactions;
+    doc.redaction = stored.document.redaction;
     doc.counts = stored.document.counts;
     restrict(&mut doc, storage, kinds);
     let out = Tightened {
@@ -156,6 +193,7 @@ pub fn tighten_stored(json: &[u8], storage: Storage, kinds: Kinds) -> Option<(Ve
         call: &doc.call,
         data_policy: doc.data_policy,
         redactions: doc.redactions.as_deref(),
+        redaction: doc.redaction,
         counts: doc.counts,
     };
     let raw = stored_raw(&doc, &[]).into_owned();

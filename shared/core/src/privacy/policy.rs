@@ -34,7 +34,7 @@ impl Storage {
     }
 }
 
-/// A kind of personal data the rules find.
+/// A kind of personal data: the rules find the first six, a model the last two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -44,11 +44,26 @@ pub enum Kind {
     Ssn,
     Iban,
     DateOfBirth,
+    PersonName,
+    Address,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] =
+    /// The kinds the rules find (`detect`): a policy's default.
+    pub const RULES: [Kind; 6] =
         [Kind::PhoneNumber, Kind::Email, Kind::CreditCard, Kind::Ssn, Kind::Iban, Kind::DateOfBirth];
+    /// The kinds only a model finds (names and street addresses: `PiiModel`).
+    pub const MODEL: [Kind; 2] = [Kind::PersonName, Kind::Address];
+    pub const ALL: [Kind; 8] = [
+        Kind::PhoneNumber,
+        Kind::Email,
+        Kind::CreditCard,
+        Kind::Ssn,
+        Kind::Iban,
+        Kind::DateOfBirth,
+        Kind::PersonName,
+        Kind::Address,
+    ];
 
     /// Its name in policies and in `redactions[].kind` (Retell's names).
     pub fn as_str(self) -> &'static str {
@@ -59,6 +74,8 @@ impl Kind {
             Kind::Ssn => "ssn",
             Kind::Iban => "iban",
             Kind::DateOfBirth => "date_of_birth",
+            Kind::PersonName => "person_name",
+            Kind::Address => "address",
         }
     }
 
@@ -71,6 +88,8 @@ impl Kind {
             Kind::Ssn => "[SSN]",
             Kind::Iban => "[IBAN]",
             Kind::DateOfBirth => "[DATE_OF_BIRTH]",
+            Kind::PersonName => "[PERSON_NAME]",
+            Kind::Address => "[ADDRESS]",
         }
     }
 
@@ -90,8 +109,10 @@ pub struct Kinds(u8);
 impl Kinds {
     pub const NONE: Kinds = Kinds(0);
 
+    /// Every kind the rules find: a policy's default (`all`). A model's kinds are named, or
+    /// added when a model is set (`PiiModel`).
     pub fn all() -> Kinds {
-        Kinds(Kind::ALL.iter().fold(0, |bits, k| bits | k.bit()))
+        Kinds::of(Kind::RULES)
     }
 
     pub fn of(kinds: impl IntoIterator<Item = Kind>) -> Kinds {
@@ -165,6 +186,56 @@ pub struct Policy {
     pub raw_retention_days: Option<u32>,
     /// The kinds replaced under `redacted`.
     pub pii_entities: Kinds,
+    /// A model that finds names and street addresses besides the rules (off: `None`).
+    pub pii_model: Option<PiiModel>,
+}
+
+/// A model run on a call's turns besides the rules, under `redacted`: AWS Comprehend's
+/// `DetectPiiEntities` (English or Spanish), for the kinds the rules cannot find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PiiModel {
+    /// The language the turns are read in: `en` or `es` (Comprehend's two for PII).
+    pub language: Language,
+}
+
+impl PiiModel {
+    /// Its name in documents (`redaction.model`) and settings.
+    pub const NAME: &'static str = "aws_comprehend";
+}
+
+/// What a document says of the model its policy names (`redaction`): `aws_comprehend` when
+/// it read the call, `unavailable` when it failed or was late and the rules alone redacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelNote {
+    pub model: ModelOutcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelOutcome {
+    AwsComprehend,
+    Unavailable,
+}
+
+/// A language Comprehend finds personal data in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    En,
+    Es,
+}
+
+impl Language {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::En => "en",
+            Language::Es => "es",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Language> {
+        [Language::En, Language::Es].into_iter().find(|l| l.as_str() == name.trim())
+    }
 }
 
 impl Policy {

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::detect::{find, Span};
+use super::detect::{find_with, Known, Span};
 use super::lexicon::{tokenize, Token};
 use super::policy::{Kind, Kinds, Redaction};
 use crate::api::create_call::Segment;
@@ -56,11 +56,31 @@ fn rewrite(text: &str, edits: &[Edit]) -> String {
     out
 }
 
+/// What a redaction replaces: the values of `kinds` the rules find, and those a model found
+/// (`known`) wherever the call carries them.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    pub kinds: Kinds,
+    pub known: Option<&'a Known>,
+}
+
+impl Rules<'_> {
+    /// The rules alone.
+    pub fn of(kinds: Kinds) -> Rules<'static> {
+        Rules { kinds, known: None }
+    }
+}
+
 /// `text` with its values of `kinds` replaced, or `None` when it has none.
 pub fn redact_text(text: &str, kinds: Kinds) -> Option<String> {
+    redact_text_with(text, Rules::of(kinds))
+}
+
+/// [`redact_text`] under `rules`.
+pub fn redact_text_with(text: &str, rules: Rules<'_>) -> Option<String> {
     let mut tokens = Vec::new();
     tokenize(text, 0, &mut tokens);
-    let spans = find(&tokens, kinds);
+    let spans = find_with(&tokens, rules.kinds, rules.known);
     if spans.is_empty() {
         return None;
     }
@@ -68,25 +88,25 @@ pub fn redact_text(text: &str, kinds: Kinds) -> Option<String> {
 }
 
 /// Redacts every string in `value` (object keys are names, and kept).
-pub fn redact_value(value: &mut Value, kinds: Kinds) {
+fn redact_value(value: &mut Value, rules: Rules<'_>) {
     match value {
         Value::String(s) => {
-            if let Some(r) = redact_text(s, kinds) {
+            if let Some(r) = redact_text_with(s, rules) {
                 *s = r;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, kinds)),
-        Value::Object(map) => map.values_mut().for_each(|v| redact_value(v, kinds)),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, rules)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_value(v, rules)),
         _ => {}
     }
 }
 
-fn redact_object(map: &mut serde_json::Map<String, Value>, kinds: Kinds) {
-    map.values_mut().for_each(|v| redact_value(v, kinds));
+fn redact_object(map: &mut serde_json::Map<String, Value>, rules: Rules<'_>) {
+    map.values_mut().for_each(|v| redact_value(v, rules));
 }
 
-fn redact_string(s: &mut Option<String>, kinds: Kinds) {
-    if let Some(r) = s.as_deref().and_then(|t| redact_text(t, kinds)) {
+fn redact_string(s: &mut Option<String>, rules: Rules<'_>) {
+    if let Some(r) = s.as_deref().and_then(|t| redact_text_with(t, rules)) {
         *s = Some(r);
     }
 }
@@ -94,6 +114,11 @@ fn redact_string(s: &mut Option<String>, kinds: Kinds) {
 /// Replaces the values of `kinds` in every string of `call`; answers where the audio said
 /// them, in order of time.
 pub fn redact_call(call: &mut CreateCall, kinds: Kinds) -> Vec<Redaction> {
+    redact_call_with(call, Rules::of(kinds))
+}
+
+/// [`redact_call`] under `rules`.
+pub fn redact_call_with(call: &mut CreateCall, rules: Rules<'_>) -> Vec<Redaction> {
     let mut redactions = Vec::new();
     // A transcript derived from the turns is derived again from the redacted turns (a
     // number spoken across a caller's turns is whole there only); one the client sent is
@@ -101,15 +126,15 @@ pub fn redact_call(call: &mut CreateCall, kinds: Kinds) -> Vec<Redaction> {
     let derived = call.transcript_with_tool_calls.as_deref().map(transcript::derive);
     let was_derived = derived.is_some() && call.transcript == derived;
     if let Some(segments) = call.transcript_with_tool_calls.as_mut() {
-        redact_segments(segments, kinds, &mut redactions);
+        redact_segments(segments, rules, &mut redactions);
     }
     if was_derived {
         call.transcript = call.transcript_with_tool_calls.as_deref().map(transcript::derive);
     }
     for s in [&mut call.transcript, &mut call.recording_url, &mut call.recording_multi_channel_url] {
-        redact_string(s, kinds);
+        redact_string(s, rules);
     }
-    if kinds.contains(Kind::PhoneNumber) {
+    if rules.kinds.contains(Kind::PhoneNumber) {
         if let Some(phone) = call.caller_phone_number.as_mut().filter(|p| !p.trim().is_empty()) {
             *phone = Kind::PhoneNumber.placeholder().to_owned();
         }
@@ -123,15 +148,15 @@ pub fn redact_call(call: &mut CreateCall, kinds: Kinds) -> Vec<Redaction> {
     .into_iter()
     .flatten()
     {
-        redact_object(object, kinds);
+        redact_object(object, rules);
     }
-    redact_object(&mut call.extra, kinds);
+    redact_object(&mut call.extra, rules);
     redactions.sort_by_key(|r| (r.start_ms, r.end_ms));
     redactions
 }
 
 /// The turns' texts and words, a stream per speaker, then each segment's other strings.
-fn redact_segments(segments: &mut [Segment], kinds: Kinds, redactions: &mut Vec<Redaction>) {
+fn redact_segments(segments: &mut [Segment], rules: Rules<'_>, redactions: &mut Vec<Redaction>) {
     // The segments of each speaker, in order, found in one pass (a body may name thousands
     // of roles: each segment is looked at once per pass, never once per role).
     let mut by_role: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
@@ -147,7 +172,7 @@ fn redact_segments(segments: &mut [Segment], kinds: Kinds, redactions: &mut Vec<
             for &i in indices {
                 tokenize(segments[i].text.as_deref().unwrap_or_default(), i, &mut tokens);
             }
-            edits(&tokens, &find(&tokens, kinds))
+            edits(&tokens, &find_with(&tokens, rules.kinds, rules.known))
         };
         for group in text_edits.chunk_by(|a, b| a.piece == b.piece) {
             let segment = &mut segments[group[0].piece];
@@ -171,7 +196,7 @@ fn redact_segments(segments: &mut [Segment], kinds: Kinds, redactions: &mut Vec<
                     places.push((i, j));
                 }
             }
-            let spans = find(&tokens, kinds);
+            let spans = find_with(&tokens, rules.kinds, rules.known);
             let pieces: Vec<(usize, usize, Kind)> =
                 spans.iter().map(|s| (tokens[s.first].piece, tokens[s.last].piece, s.kind)).collect();
             (pieces, places)
@@ -199,19 +224,19 @@ fn redact_segments(segments: &mut [Segment], kinds: Kinds, redactions: &mut Vec<
     for s in segments.iter_mut() {
         if let Some(tool) = s.tool.as_mut() {
             for v in [&mut tool.params, &mut tool.result].into_iter().flatten() {
-                redact_value(v, kinds);
+                redact_value(v, rules);
             }
-            redact_string(&mut tool.error, kinds);
-            redact_object(&mut tool.extra, kinds);
+            redact_string(&mut tool.error, rules);
+            redact_object(&mut tool.extra, rules);
         }
         if let Some(node) = s.node.as_mut() {
-            redact_string(&mut node.reason, kinds);
-            redact_object(&mut node.extra, kinds);
+            redact_string(&mut node.reason, rules);
+            redact_object(&mut node.extra, rules);
         }
         if let Some(m) = s.metadata.as_mut() {
-            redact_object(&mut m.extra, kinds);
+            redact_object(&mut m.extra, rules);
         }
-        redact_object(&mut s.extra, kinds);
+        redact_object(&mut s.extra, rules);
     }
 }
 
@@ -276,7 +301,7 @@ mod tests {
     #[test]
     fn free_form_values_are_redacted_and_only_the_kinds_asked_for() {
         let mut value = serde_json::json!({"to": ["a@b.com", {"card": "4111 1111 1111 1111"}], "n": 5});
-        redact_value(&mut value, Kinds::of([Kind::Email]));
+        redact_value(&mut value, Rules::of(Kinds::of([Kind::Email])));
         assert_eq!(value, serde_json::json!({"to": ["[EMAIL]", {"card": "4111 1111 1111 1111"}], "n": 5}));
         assert_eq!(redact_text("[EMAIL] and [CREDIT_CARD]", Kinds::all()), None, "placeholders are not found again");
     }

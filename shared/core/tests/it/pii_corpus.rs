@@ -301,6 +301,8 @@ fn frame(rng: &mut Rng, kind: Kind) -> &'static str {
         Kind::DateOfBirth => {
             rng.pick(&["my date of birth is {}", "I was born on {}", "DOB {} for the record", "birthday is {} yes"])
         }
+        // A model's kinds: the rules plant none of them (`Kind::RULES`).
+        Kind::PersonName | Kind::Address => unreachable!("not a kind of the rules"),
     }
 }
 
@@ -318,6 +320,7 @@ fn plant(rng: &mut Rng, kind: Kind, spoken_form: bool) -> String {
         (Kind::Iban, true) => iban_spoken(rng),
         (Kind::DateOfBirth, false) => dob_written(rng),
         (Kind::DateOfBirth, true) => dob_spoken(rng),
+        (Kind::PersonName | Kind::Address, _) => unreachable!("not a kind of the rules"),
     }
 }
 
@@ -419,7 +422,7 @@ fn recall_and_precision_meet_the_goals() {
     let mut rows: Vec<(Kind, bool, Tally)> = Vec::new();
     let (mut true_positives, mut false_positives) = (0u32, 0u32);
     let mut misses = Vec::new();
-    for kind in Kind::ALL {
+    for kind in Kind::RULES {
         for spoken_form in [false, true] {
             let mut tally = Tally::default();
             for _ in 0..200 {

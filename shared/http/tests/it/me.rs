@@ -27,7 +27,7 @@ async fn a_key_learns_its_workspace_scopes_and_public_id_a_session_its_workspace
     assert_eq!(a.status, 200, "{}", a.body);
     let token = f.key2.trim_start_matches("Bearer ");
     let public_id = call_ingest_store::directory::credentials::public_id(token);
-    let everything = json!({"storage": "everything", "retention_days": null, "raw_retention_days": null,
+    let everything = json!({"storage": "everything", "retention_days": null, "raw_retention_days": null, "pii_model": null,
         "pii_entities": ["phone_number", "email", "credit_card", "ssn", "iban", "date_of_birth"]});
     let policies = |ids: &[u64]| -> Vec<serde_json::Value> {
         ids.iter().map(|id| json!({"workspace_id": id, "policy": everything.clone()})).collect()

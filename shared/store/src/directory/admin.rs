@@ -11,7 +11,7 @@ use super::credentials::{Kind, Secret};
 use super::item_keys::*;
 use super::limits::MAX_LIMIT;
 use super::policies::{
-    IDENTITY_CONTEXT, IDENTITY_KEY, PII_ENTITIES, RAW_RETENTION_DAYS, REGISTERED, REGISTRY_PK, REGISTRY_SK,
+    IDENTITY_CONTEXT, IDENTITY_KEY, PII_ENTITIES, PII_MODEL, RAW_RETENTION_DAYS, REGISTERED, REGISTRY_PK, REGISTRY_SK,
     RETENTION_DAYS, STORAGE,
 };
 use super::scopes::Scopes;
@@ -463,6 +463,14 @@ impl Directory {
             .expression_attribute_names("#pii", PII_ENTITIES)
             .expression_attribute_values(":storage", s(policy.storage.as_str()))
             .expression_attribute_values(":pii", s(policy.pii_entities.names().join(",")));
+        update = update.expression_attribute_names("#model", PII_MODEL);
+        match policy.pii_model {
+            Some(model) => {
+                sets.push("#model = :model".to_owned());
+                update = update.expression_attribute_values(":model", s(super::policies::model_text(model)));
+            }
+            None => removes.push("#model".to_owned()),
+        }
         for (name, days, placeholder) in
             [(RETENTION_DAYS, policy.retention_days, "days"), (RAW_RETENTION_DAYS, policy.raw_retention_days, "raw")]
         {

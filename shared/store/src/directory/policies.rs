@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use call_ingest_core::privacy::{Kinds, Policy, Storage};
+use call_ingest_core::privacy::{Kinds, Language, PiiModel, Policy, Storage};
 
 use super::item_keys::*;
 use super::sealing::Sealer;
@@ -24,6 +24,8 @@ pub(super) const STORAGE: &str = "storage";
 pub(super) const RETENTION_DAYS: &str = "retention_days";
 pub(super) const RAW_RETENTION_DAYS: &str = "raw_retention_days";
 pub(super) const PII_ENTITIES: &str = "pii_entities";
+/// `aws_comprehend:<language>`, when the workspace has a model besides the rules.
+pub(super) const PII_MODEL: &str = "pii_model";
 pub(super) const IDENTITY_KEY: &str = "identity_key";
 /// The item that lists the workspaces with a retention (`retention_ids`, a number set):
 /// what the retention sweep reads first.
@@ -54,14 +56,30 @@ pub fn policy_of(item: &Item) -> Result<Policy, String> {
         Some(AttributeValue::S(list)) => Kinds::parse(list)?,
         Some(_) => return Err("pii_entities is not a list of kinds".into()),
     };
+    let pii_model = match field_s(item, PII_MODEL) {
+        None => None,
+        Some(text) => Some(model_of(text).ok_or_else(|| format!("unknown pii_model {text:?}"))?),
+    };
     let policy = Policy {
         storage,
         retention_days: days(RETENTION_DAYS),
         raw_retention_days: days(RAW_RETENTION_DAYS),
         pii_entities,
+        pii_model,
     };
     policy.check()?;
     Ok(policy)
+}
+
+/// A model as the workspace item keeps it: `aws_comprehend:<language>`.
+pub(super) fn model_text(model: PiiModel) -> String {
+    format!("{}:{}", PiiModel::NAME, model.language.as_str())
+}
+
+fn model_of(text: &str) -> Option<PiiModel> {
+    let (name, language) = text.split_once(':')?;
+    (name == PiiModel::NAME).then_some(())?;
+    Some(PiiModel { language: Language::parse(language)? })
 }
 
 /// The workspace id a workspace item's key names (`WS#<id>`).

@@ -172,8 +172,10 @@ fn functions_have_least_privilege_iam() {
                 if function != "EraseCallFunction" {
                     assert!(!actions.contains(&"dynamodb:DeleteItem"), "{function} may not DeleteItem");
                 }
+                // But the one action that names no resource (its own test below).
                 assert!(
-                    statement["Resource"].as_str().is_none_or(|r| !r.contains('*')),
+                    statement["Resource"].as_str().is_none_or(|r| !r.contains('*'))
+                        || actions == ["comprehend:DetectPiiEntities"],
                     "{function}: wildcard resource"
                 );
             }
@@ -481,4 +483,29 @@ fn retention_runs_on_a_schedule_counting_real_days() {
     assert_eq!(read["Resource"]["Fn::Sub"], "${FramesBucket.Arn}/frames/*");
     let place = statements.iter().find(|s| s["Sid"] == "KeepSweepPlace").expect("KeepSweepPlace");
     assert_eq!(place["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"], serde_json::json!(["WALK#*"]));
+}
+
+/// The model of personal data (issue 32): Comprehend's DetectPiiEntities names no resource,
+/// so its statement is the one a function may have with `Resource: "*"`, exactly that
+/// action, and only the three functions that store what a client sends have it.
+#[test]
+fn only_the_senders_may_detect_personal_data_and_only_that_has_every_resource() {
+    let t = template();
+    let senders = ["SendCallDataFunction", "CreateCallFunction", "ProviderWebhookFunction"];
+    let resources = t["Resources"].as_object().unwrap();
+    for (name, resource) in resources.iter().filter(|(_, r)| r["Type"] == "AWS::Serverless::Function") {
+        let statements = resource["Properties"]["Policies"][0]["Statement"].as_array().cloned().unwrap_or_default();
+        let every: Vec<&Value> = statements.iter().filter(|s| s["Resource"] == "*").collect();
+        match senders.contains(&name.as_str()) {
+            true => {
+                assert_eq!(every.len(), 1, "{name}");
+                assert_eq!(every[0]["Sid"], "DetectPersonalData", "{name}");
+                assert_eq!(every[0]["Action"], serde_json::json!(["comprehend:DetectPiiEntities"]), "{name}");
+                assert!(every[0].get("Condition").is_none(), "{name}");
+            }
+            false => assert!(every.is_empty(), "{name} may act on every resource: {every:?}"),
+        }
+        let comprehend = statements.iter().filter(|s| s["Action"].to_string().contains("comprehend:")).count();
+        assert_eq!(comprehend, usize::from(senders.contains(&name.as_str())), "{name}");
+    }
 }

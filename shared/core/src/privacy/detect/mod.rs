@@ -10,9 +10,11 @@
 mod births;
 mod emails;
 mod ibans;
+mod known;
 mod numbers;
 
 pub use ibans::iban_valid;
+pub use known::Known;
 pub use numbers::luhn;
 
 use super::lexicon::{lex, Cue, Lex, Token};
@@ -88,6 +90,11 @@ impl Stream<'_, '_> {
 
 /// The values of `kinds` among `tokens`, in order, none overlapping.
 pub fn find(tokens: &[Token<'_>], kinds: Kinds) -> Vec<Span> {
+    find_with(tokens, kinds, None)
+}
+
+/// [`find`], and the values a model found (`known`) wherever they are not taken by a rule.
+pub fn find_with(tokens: &[Token<'_>], kinds: Kinds, known: Option<&Known>) -> Vec<Span> {
     let stream = Stream { tokens, lexes: tokens.iter().map(|t| lex(t.text)).collect() };
     let mut taken = vec![false; tokens.len()];
     let mut spans = Vec::new();
@@ -108,6 +115,11 @@ pub fn find(tokens: &[Token<'_>], kinds: Kinds) -> Vec<Span> {
     }
     for span in numbers::find(&stream, &taken) {
         keep(&mut spans, &mut taken, span);
+    }
+    if let Some(known) = known.filter(|k| !k.is_empty()) {
+        for span in known.find(tokens, &taken) {
+            keep(&mut spans, &mut taken, span);
+        }
     }
     spans.sort_by_key(|s| s.first);
     spans

@@ -1,0 +1,159 @@
+//! A workspace's model of personal data besides the rules (`PiiModel`): AWS Comprehend's
+//! `DetectPiiEntities` reads the call's turns and finds names and street addresses, which
+//! rules cannot; each value it finds is then replaced wherever the call carries it
+//! (`privacy::Known`). Off unless the workspace's policy names it.
+//!
+//! Never in the way of storing the call: the model gets [`WITHIN`] in all; if it fails, is
+//! throttled or is late, or the call's text is longer than [`MAX_REQUESTS`] requests take,
+//! the call is stored with the rules' redaction alone and says so
+//! (`redaction.model: "unavailable"`), never refused.
+
+use std::time::Duration;
+
+use aws_sdk_comprehend::types::{LanguageCode, PiiEntityType};
+use futures_util::future::try_join_all;
+
+use call_ingest_core::api::CreateCall;
+use call_ingest_core::privacy::{Kind, Kinds, Known, Language, ModelFound};
+
+/// The model's time, all its requests at once.
+pub const WITHIN: Duration = Duration::from_secs(1);
+/// Comprehend's limit on one request's text: 100 KB of UTF-8.
+pub const MAX_TEXT_BYTES: usize = 100_000;
+/// Requests one call may take (800 KB of turns: about six hours of conversation).
+pub const MAX_REQUESTS: usize = 8;
+/// Entities below this confidence are left to the rules.
+const MIN_SCORE: f32 = 0.5;
+
+/// What the model finds of `kinds` (its own: names, addresses) in `call`'s turns.
+pub async fn find(
+    client: Option<&aws_sdk_comprehend::Client>,
+    call: &CreateCall,
+    language: Language,
+    kinds: Kinds,
+) -> ModelFound {
+    let Some(client) = client else { return ModelFound::Unavailable };
+    if !Kind::MODEL.iter().any(|k| kinds.contains(*k)) {
+        return ModelFound::Values(Known::default());
+    }
+    let texts = chunks(call);
+    if texts.len() > MAX_REQUESTS {
+        tracing::warn!(requests = texts.len(), "the call's turns are too long for the model; rules alone");
+        return ModelFound::Unavailable;
+    }
+    let language = match language {
+        Language::En => LanguageCode::En,
+        Language::Es => LanguageCode::Es,
+    };
+    let requests = texts.iter().map(|text| {
+        let request = client.detect_pii_entities().text(text.clone()).language_code(language.clone()).send();
+        async move { request.await.map(|out| (text, out)) }
+    });
+    let answers = match tokio::time::timeout(WITHIN, try_join_all(requests)).await {
+        Ok(Ok(answers)) => answers,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %aws_sdk_comprehend::error::DisplayErrorContext(&e), "the model failed; rules alone");
+            return ModelFound::Unavailable;
+        }
+        Err(_) => {
+            tracing::warn!("the model took over {WITHIN:?}; rules alone");
+            return ModelFound::Unavailable;
+        }
+    };
+    let mut known = Known::default();
+    for (text, out) in answers {
+        for entity in out.entities() {
+            let kind = match entity.r#type() {
+                Some(PiiEntityType::Name) => Kind::PersonName,
+                Some(PiiEntityType::Address) => Kind::Address,
+                _ => continue,
+            };
+            if !kinds.contains(kind) || entity.score().unwrap_or(0.0) < MIN_SCORE {
+                continue;
+            }
+            let (Some(begin), Some(end)) = (entity.begin_offset(), entity.end_offset()) else { continue };
+            if let Some(value) = chars(text, begin, end) {
+                known.add(kind, value);
+            }
+        }
+    }
+    ModelFound::Values(known)
+}
+
+/// Characters `begin..end` of `text` (Comprehend's offsets count characters), if within it.
+fn chars(text: &str, begin: i32, end: i32) -> Option<&str> {
+    let (begin, end) = (usize::try_from(begin).ok()?, usize::try_from(end).ok()?);
+    if begin >= end {
+        return None;
+    }
+    let mut at = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len()));
+    let start = at.nth(begin)?;
+    let stop = at.nth(end - begin - 1)?;
+    text.get(start..stop)
+}
+
+/// The turns' texts, a line each, in requests of at most [`MAX_TEXT_BYTES`]: a turn that
+/// does not fit where a request stands starts the next (so a name is not cut between two),
+/// and a turn longer than a request is cut at a character boundary.
+fn chunks(call: &CreateCall) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let texts = call.transcript_with_tool_calls.iter().flatten().filter_map(|s| s.text.as_deref());
+    for text in texts.filter(|t| !t.trim().is_empty()) {
+        let mut rest = text;
+        while !rest.is_empty() {
+            let room = MAX_TEXT_BYTES.saturating_sub(current.len() + 1);
+            if room == 0 || (rest.len() > room && !current.is_empty()) {
+                out.push(std::mem::take(&mut current));
+                continue;
+            }
+            let mut cut = rest.len().min(room);
+            while !rest.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            if !current.is_empty() {
+                current.push('\n');
+            }
+            current.push_str(&rest[..cut]);
+            rest = &rest[cut..];
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call_of(texts: &[&str]) -> CreateCall {
+        let segments: Vec<serde_json::Value> =
+            texts.iter().map(|t| serde_json::json!({"role": "user", "text": t})).collect();
+        serde_json::from_value(serde_json::json!({"call_id": "c", "transcript_with_tool_calls": segments})).unwrap()
+    }
+
+    #[test]
+    fn turns_go_in_requests_of_at_most_100_kb_cut_at_characters() {
+        let long = "é".repeat(70_000); // 140,000 bytes
+        let chunks = chunks(&call_of(&["hello", &long, "bye"]));
+        assert!(
+            chunks.iter().all(|c| c.len() <= MAX_TEXT_BYTES),
+            "{:?}",
+            chunks.iter().map(String::len).collect::<Vec<_>>()
+        );
+        assert_eq!(chunks.concat().replace('\n', ""), format!("hello{long}bye"));
+        // A turn that does not fit where the request stands starts one of its own.
+        assert_eq!(chunks.iter().map(String::len).collect::<Vec<_>>(), vec![5, 99_998, 40_006]);
+        assert!(super::chunks(&call_of(&[" ", ""])).is_empty());
+    }
+
+    #[test]
+    fn offsets_count_characters() {
+        let text = "Señora Ana Núñez called";
+        assert_eq!(chars(text, 7, 16), Some("Ana Núñez"));
+        assert_eq!(chars(text, 7, 99), None);
+        assert_eq!(chars(text, 3, 3), None);
+    }
+}
