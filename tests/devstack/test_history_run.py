@@ -27,7 +27,11 @@ def test_a_seed_gives_one_schedule_of_its_own_call_ids():
     assert {p.call for p in first if not p.note.startswith("shape")} <= {f"hist-11-c{i}" for i in range(4)} | {
         "hist-11-w0", "hist-11-w1", "hist-11-m0", "hist-11-m1"}
     assert {p.call for p in first if p.note.startswith("shape")} <= {f"hist-11-s{i}" for i in range(6)} | {
-        f"hist-11-t{i}" for i in range(3)}
+        f"hist-11-t{i}" for i in range(3)} | {"hist-11-p0", "hist-11-p1"}
+    # The tightening shapes (issue 32): B with X-Data-Policy, then A and B again without it.
+    tightened = [p for p in first if p.note == "shape: a, b tightened, a, b"]
+    assert tightened and all(p.then[0].headers == (("X-Data-Policy", "metadata_only"),) for p in tightened)
+    assert all(not q.headers for p in tightened for q in (p, *p.then[1:]))
     kinds = {p.kind for p in first}
     assert kinds == {"create", "send", "erase", "webhook_ended", "webhook_analyzed", "export"}, kinds
     steps = {q.kind for p in first for q in p.then}
@@ -55,7 +59,9 @@ def test_shapes_are_woven_in_without_changing_the_rest_of_the_schedule():
     rest = [(p.kind, p.call, p.client, p.note) for p in shaped if not p.then]
     # (Trace shapes have a rate and a generator of their own: in both.)
     assert rest == [(p.kind, p.call, p.client, p.note) for p in plain if not p.then], "the same decisions, shapes aside"
-    notes = {p.note for p in shaped if p.then and not p.note.startswith("shape: spans")}
+    # (Tightening shapes too: `TIGHTEN_SHAPES`, in both.)
+    notes = {p.note for p in shaped
+             if p.then and not p.note.startswith("shape: spans") and p.note != "shape: a, b tightened, a, b"}
     assert notes == {"shape: erase then the same", "shape: a, b, then a again", "shape: a, b, a, b",
                      "shape: a answered late, then b", "shape: a send during its erase"}, notes
     aimed = [p for p in shaped if p.arm or any(q.arm for q in p.then)]
