@@ -333,6 +333,15 @@ def test_raw_bodies_past_raw_retention_are_removed_and_the_calls_still_read(stac
         assert first.status == 410 and first.body["type"].endswith("raw-gone"), first
     assert found_stored(stack, [indent]) == [], "no raw body's own bytes left anywhere"
     assert noise[:64] in json.dumps(t.read("raw-large").body), "the document keeps what the call said"
+    # A revision received after its call's raw bodies were removed: its raw goes too (the
+    # revision notes the call for the sweep, RAWDUE#…), though the sweep's passes are past it.
+    small["call_status"] = "transferred"
+    url = f"{stack.url}/api/v1/public/call?workspace_id={t.ws}&agent_remote_identifier=bot"
+    assert request("POST", url, json.dumps(small, indent=9).encode(), t.headers()).status == 200
+    assert t.read("raw-small").body["revision"] == 3
+    gone = wait_for(lambda: t.raw(sent["raw-small"]).status == 410, 60)
+    assert gone, t.raw(sent["raw-small"])
+    assert found_stored(stack, [indent]) == [], "the late revision's raw body is gone too"
 
 
 def test_apply_policy_redacts_the_calls_stored_before_and_resumes_where_it_stopped(stack):

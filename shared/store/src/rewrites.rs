@@ -54,24 +54,34 @@ impl Backend {
         deadline: Instant,
     ) -> Result<Progress, StoreError> {
         let store = self.store();
+        // Calls revised since their raw bodies were removed: the passes would not come back.
+        let mut again = 0;
+        for due in store.raw_due(workspace_id).await? {
+            let change = Change::DropRaw { at_ms: now_ms };
+            again += store.rewrite_call(workspace_id, &due.call_id, due.id, change).await?.items;
+            store.settle_raw_due(workspace_id, &due).await?;
+        }
         let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day_ms);
         let mut walk = store.walk(Kind::RawRetention, workspace_id).await?.unwrap_or_default();
         if walk.target.is_none() {
             if cutoff <= walk.done_to {
-                return Ok(Progress { total: walk.count, ..Progress::default() });
+                return Ok(Progress { total: walk.count, rewritten: again, ..Progress::default() });
             }
             walk.target = Some(cutoff);
         }
         let target = walk.target.unwrap_or(cutoff);
         let change = Change::DropRaw { at_ms: now_ms };
-        self.walk(Kind::RawRetention, workspace_id, walk, deadline, move |call| async move {
-            if call.created_at >= target {
-                return Ok(Step::Later);
-            }
-            let done = store.rewrite_call(workspace_id, &call.call_id, call.id, change).await?;
-            Ok(Step::Done { rewritten: done.items, erased: 0 })
-        })
-        .await
+        let mut progress = self
+            .walk(Kind::RawRetention, workspace_id, walk, deadline, move |call| async move {
+                if call.created_at >= target {
+                    return Ok(Step::Later);
+                }
+                let done = store.rewrite_call(workspace_id, &call.call_id, call.id, change).await?;
+                Ok(Step::Done { rewritten: done.items, erased: 0 })
+            })
+            .await?;
+        progress.rewritten += again;
+        Ok(progress)
     }
 
     /// Applies `workspace_id`'s policy (as it is now) to every call it stored: a call past

@@ -50,8 +50,28 @@ impl Store {
         let kept = as_revision(old.clone(), revision);
         let put = self.replacing(head, old, id, revision)?;
         let bytes = sub.bytes + item_size(&kept);
-        let items = vec![put_new(&self.table, kept)?, TransactWriteItem::builder().put(put).build()];
+        let mut items = vec![put_new(&self.table, kept)?, TransactWriteItem::builder().put(put).build()];
+        items.extend(self.raw_due_note(sub, old, id)?);
         self.write_revision(items, id, revision + 1, bytes).await
+    }
+
+    /// When `old` (the head a revision goes over) had its raw bodies removed (past its
+    /// workspace's `raw_retention_days`), a note that the call holds a raw body again, for
+    /// the raw sweep (`calls::rewrite`), written with the revision: the sweep's passes go by
+    /// when calls were listed and would not come back to this one.
+    fn raw_due_note(&self, sub: &Submission, old: &Item, id: u64) -> Result<Option<TransactWriteItem>, StoreError> {
+        if !old.contains_key(super::rewrite::RAW_REMOVED_AT) {
+            return Ok(None);
+        }
+        let Some((workspace_id, call_id)) = super::item::parse_call_pk(&sub.pk) else { return Ok(None) };
+        let put = Put::builder()
+            .table_name(&self.table)
+            .item("pk", s(super::rewrite::raw_due_pk(workspace_id)))
+            .item("sk", s(call_id))
+            .item("id", n(id))
+            .item("submission", s(&sub.token))
+            .build()?;
+        Ok(Some(TransactWriteItem::builder().put(put).build()))
     }
 
     /// Keeps a pending submission received before the head `old` (revision n) as a
@@ -81,11 +101,12 @@ impl Store {
         }
         let bytes = item_size(&late) + item_size(&kept) + item_size(&head);
         let put = self.replacing(head, old, id, revision)?;
-        let items = vec![
+        let mut items = vec![
             put_new(&self.table, kept)?,
             put_new(&self.table, late)?,
             TransactWriteItem::builder().put(put).build(),
         ];
+        items.extend(self.raw_due_note(sub, old, id)?);
         self.write_revision(items, id, revision + 1, bytes).await
     }
 

@@ -45,6 +45,22 @@ pub const FRAMES_WRITTEN: &str = "frames_written";
 /// call names them.
 pub const FRAMES_SUPERSEDED: &str = "frames_superseded";
 
+/// The partition of the notes that a workspace's calls hold a raw body again, written with
+/// a revision over a head whose raw bodies were removed (`revise::raw_due_note`), one per call;
+/// the raw sweep rewrites those calls and deletes their notes ([`Store::raw_due`]).
+pub fn raw_due_pk(workspace_id: u64) -> String {
+    format!("RAWDUE#{workspace_id}")
+}
+
+/// A call noted as holding a raw body again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawDue {
+    pub call_id: String,
+    pub id: u64,
+    /// The submission that wrote the note (the latest), so its deletion takes no later one.
+    token: String,
+}
+
 /// Rounds of read-then-switch before giving up (each lost to a concurrent write).
 const MAX_ROUNDS: usize = 8;
 
@@ -273,6 +289,51 @@ impl Store {
                 .expression_attribute_values(":id", n(id));
         }
         super::error::updated(update.send().await)
+    }
+
+    /// Up to a page of `workspace_id`'s calls noted as holding a raw body again.
+    pub async fn raw_due(&self, workspace_id: u64) -> Result<Vec<RawDue>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(raw_due_pk(workspace_id)))
+            .limit(100)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(out
+            .items()
+            .iter()
+            .filter_map(|i| {
+                Some(RawDue {
+                    call_id: get_s(i, "sk")?.to_owned(),
+                    id: get_u64(i, "id")?,
+                    token: get_s(i, "submission").unwrap_or_default().to_owned(),
+                })
+            })
+            .collect())
+    }
+
+    /// Deletes `due`'s note unless a later revision wrote it again meanwhile.
+    pub async fn settle_raw_due(&self, workspace_id: u64, due: &RawDue) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(raw_due_pk(workspace_id)))
+            .key("sk", s(due.call_id.clone()))
+            .condition_expression("#submission = :token")
+            .expression_attribute_names("#submission", "submission")
+            .expression_attribute_values(":token", s(due.token.clone()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
     }
 
     /// Erases the objects the call's items were switched away from that none of them names.
