@@ -131,12 +131,17 @@ test("values a data policy replaced are pieces of their own, named by kind; othe
   ]);
   assert.deepEqual(redactedPieces(""), [{ text: "", kind: null, label: "" }]);
   assert.equal(redactedPieces("[DATE_OF_BIRTH]").length, 1);
+  assert.deepEqual(redactedPieces("[PERSON_NAME] at [ADDRESS]").filter((p) => p.kind).map((p) => p.label),
+    ["name", "address"]);
 });
 
 test("a call's data policy is said in its header; everything says nothing", () => {
   assert.equal(policyLine({ schema_version: 1 }), null);
   assert.equal(policyLine({ data_policy: { storage: "redacted", pii_entities: ["email", "ssn"] }, redactions: [{}, {}] }),
     "redacted (email, ssn) · 2 stretches of audio said a value replaced");
+  const modelled = { data_policy: { storage: "redacted", pii_entities: ["person_name"] }, redactions: [{}] };
+  assert.match(String(policyLine({ ...modelled, redaction: { model: "aws_comprehend" } })), /found by AWS Comprehend$/);
+  assert.match(String(policyLine({ ...modelled, redaction: { model: "unavailable" } })), /unavailable: rules alone$/);
   assert.match(String(policyLine({ data_policy: { storage: "metadata_only" }, counts: { segments: 5, words: 11 } })),
     /^metadata only · 5 segments, .* 11 words were not kept$/);
 });

@@ -12,8 +12,10 @@ const KINDS = /** @type {Record<string, string>} */ ({
   SSN: "social security number",
   IBAN: "IBAN",
   DATE_OF_BIRTH: "date of birth",
+  PERSON_NAME: "name",
+  ADDRESS: "address",
 });
-const PLACEHOLDER = /\[(PHONE_NUMBER|EMAIL|CREDIT_CARD|SSN|IBAN|DATE_OF_BIRTH)\]/g;
+const PLACEHOLDER = /\[(PHONE_NUMBER|EMAIL|CREDIT_CARD|SSN|IBAN|DATE_OF_BIRTH|PERSON_NAME|ADDRESS)\]/g;
 
 /**
  * `text` cut into its plain pieces and its placeholders (`kind` set: the placeholder's, as
@@ -56,7 +58,9 @@ export function policyLine(doc) {
   if (policy.storage === "redacted") {
     const n = Array.isArray(doc.redactions) ? doc.redactions.length : 0;
     const kinds = Array.isArray(policy.pii_entities) ? policy.pii_entities.join(", ") : "";
-    return `redacted (${kinds}) · ${n} stretch${n === 1 ? "" : "es"} of audio said a value replaced`;
+    const model = doc.redaction?.model === "aws_comprehend" ? " · names and addresses found by AWS Comprehend"
+      : doc.redaction?.model === "unavailable" ? " · the model was unavailable: rules alone" : "";
+    return `redacted (${kinds}) · ${n} stretch${n === 1 ? "" : "es"} of audio said a value replaced${model}`;
   }
   if (policy.storage === "metadata_only") {
     const c = doc.counts ?? {};
