@@ -223,7 +223,8 @@ def test_the_app_is_served_with_its_headers_and_the_me_endpoint_answers(stack, v
     conn.request("GET", "/api/v1/public/me", headers={"Authorization": f"Bearer {viewer.reader}"})
     me = conn.getresponse()
     everything = {"storage": "everything", "retention_days": None, "raw_retention_days": None,
-                  "pii_entities": ["phone_number", "email", "credit_card", "ssn", "iban", "date_of_birth"]}
+                  "pii_entities": ["phone_number", "email", "credit_card", "ssn", "iban", "date_of_birth"],
+                  "pii_model": None}
     assert me.status == 200 and json.loads(me.read()) | {"public_id": None} == {
         "kind": "api_key", "public_id": None, "workspaces": [viewer.ws], "scopes": ["read"],
         "data_policies": [{"workspace_id": viewer.ws, "policy": everything}]}
