@@ -370,6 +370,7 @@ def test_apply_policy_redacts_the_calls_stored_before_and_resumes_where_it_stopp
     revised["call_status"] = "transferred"
     assert t.post_b(revised).status == 200
     assert {n for *_, n in found_stored(stack, needles)} == set(needles), "stored as sent under everything"
+    tag = t.read("apply-3").headers["etag"]
     stack.ctl("workspace", "policy", "--id", t.ws, "--storage", "redacted")
     cut = stack.ctl("workspace", "apply-policy", "--id", t.ws, "--max-calls", "2")
     assert cut["unfinished"] is True and cut["calls"] == 2, cut
@@ -381,6 +382,7 @@ def test_apply_policy_redacts_the_calls_stored_before_and_resumes_where_it_stopp
         doc = t.read(body["call_id"]).body["document"]
         assert doc["data_policy"]["storage"] == "redacted" and "[SSN]" in json.dumps(doc), doc
     assert t.read("apply-1").body["revision"] == 2
+    assert t.read("apply-3").headers["etag"] != tag, "new content under the same revision: a new tag"
     again = t.post_b(bodies[2])
     assert again.status == 200 and t.read("apply-2").body["revision"] == 1, "a replay, not a revision"
     done = stack.ctl("workspace", "apply-policy", "--id", t.ws)
@@ -482,3 +484,19 @@ def test_the_model_reads_a_long_call_in_requests_of_at_most_100_kb(stack):
     assert doc["redaction"] == {"model": "aws_comprehend"}, doc.get("redaction")
     assert "Okafor" not in json.dumps(doc)
     assert fired[counted] == 1 and fired[seen] == 2, fired
+
+
+def test_apply_policy_resumed_under_a_stricter_policy_starts_again(stack):
+    """A walk cut short, then the policy tightened again (redacted, then metadata_only)
+    before it is resumed: the resumed run starts afresh, so the calls the first run passed
+    are given the stricter policy too, not left redacted (a reviewer's find)."""
+    t = Tenant(stack, "privacy-apply-again")
+    for i in range(3):
+        assert t.post_b(plain_body(f"again-{i}")).status == 201
+    stack.ctl("workspace", "policy", "--id", t.ws, "--storage", "redacted")
+    assert stack.ctl("workspace", "apply-policy", "--id", t.ws, "--max-calls", "2")["unfinished"] is True
+    stack.ctl("workspace", "policy", "--id", t.ws, "--storage", "metadata_only")
+    done = stack.ctl("workspace", "apply-policy", "--id", t.ws)
+    assert done["unfinished"] is False and done["calls"] == 3, done
+    for i in range(3):
+        assert t.read(f"again-{i}").body["document"]["data_policy"] == {"storage": "metadata_only"}

@@ -207,6 +207,11 @@ async fn apply_policy(
             "apply-policy: {} calls gone through ({} over every run), {} revisions rewritten, {} calls erased{reached}",
             done.calls, done.total, done.rewritten, done.erased
         );
+        done.failed += run.failed;
+        if run.failed > 0 {
+            eprintln!("apply-policy: {} calls could not be done now (see the log); run it again to go on", run.failed);
+            break;
+        }
         if !run.unfinished || left == Some(0) {
             break;
         }

@@ -142,7 +142,16 @@ pub(crate) async fn part(
             }
             if start < end && first < end && last >= start {
                 let (a, b) = (first.max(start) - start, last.min(end - 1) - start);
-                let span = store.span(call, part, a as u64, b as u64).await.map_err(read_problem)?;
+                let mut span = store.span(call, part, a as u64, b as u64).await.map_err(read_problem)?;
+                if span.is_none() {
+                    // Switched by a rewrite since it was read: the same bytes when the part
+                    // kept its length (a raw body removed leaves the document as it was).
+                    if let Some(again) = store.switched(call).await.map_err(read_problem)? {
+                        if again.len(part) == call.len(part) {
+                            span = store.span(&again, part, a as u64, b as u64).await.map_err(read_problem)?;
+                        }
+                    }
+                }
                 bytes.extend(span.ok_or_else(problems::call_not_found)?);
             }
             if last >= end {
@@ -152,7 +161,8 @@ pub(crate) async fn part(
         }
         Asked::Unsatisfiable => Ok(respond::unsatisfiable(total, request_id)),
         Asked::Ignored => {
-            let content = store.content(call).await.map_err(read_problem)?.ok_or_else(problems::call_not_found)?;
+            let (content, _) =
+                store.current_content(call).await.map_err(read_problem)?.ok_or_else(problems::call_not_found)?;
             // The part not answered is dropped first; a raw body alone is moved, not copied.
             let whole = match part {
                 Part::Raw if prefix.is_empty() && suffix.is_empty() => content.raw,
@@ -172,7 +182,13 @@ pub(crate) async fn part(
 /// new id) never matches its old copy. `kind` tells representations of one revision apart
 /// (its document, its raw body).
 pub(crate) fn etag(call: &CallAt, kind: &str) -> String {
-    format!("W/\"{}-{}-{}{kind}\"", call.id, call.revision, call.digest)
+    // A rewrite (a stricter policy applied, a raw body removed) changes the content under
+    // the same revision: its count is part of the tag.
+    let rewrites = match call.rewrites() {
+        0 => String::new(),
+        n => format!("-w{n}"),
+    };
+    format!("W/\"{}-{}-{}{rewrites}{kind}\"", call.id, call.revision, call.digest)
 }
 
 pub(crate) fn with_etag(mut response: Response<Body>, etag: &str) -> Response<Body> {

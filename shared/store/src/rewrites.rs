@@ -30,6 +30,9 @@ pub struct Progress {
     pub unfinished: bool,
     /// The `listed_ms` the walk has reached (newest first), for a progress line.
     pub at_ms: Option<u64>,
+    /// Calls that could not be done now (storage failing, the call changing): the walk
+    /// stays at their page, and the next run tries them again.
+    pub failed: usize,
 }
 
 /// What `apply-policy` does to one call.
@@ -58,8 +61,16 @@ impl Backend {
         let mut again = 0;
         for due in store.raw_due(workspace_id).await? {
             let change = Change::DropRaw { at_ms: now_ms };
-            again += store.rewrite_call(workspace_id, &due.call_id, due.id, change).await?.items;
-            store.settle_raw_due(workspace_id, &due).await?;
+            match store.rewrite_call(workspace_id, &due.call_id, due.id, change).await {
+                Ok(done) => {
+                    again += done.items;
+                    store.settle_raw_due(workspace_id, &due).await?;
+                }
+                // Its note stays for the next run.
+                Err(e) => {
+                    tracing::warn!(workspace_id, error = %e, "a call revised after its raw retention not rewritten yet")
+                }
+            }
         }
         let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day_ms);
         let mut walk = store.walk(Kind::RawRetention, workspace_id).await?.unwrap_or_default();
@@ -106,11 +117,14 @@ impl Backend {
             (_, None) => return Err(StoreError::Internal("applying a policy needs KMS (the identity key)".into())),
         };
         let now_ms = crate::calls::now_ms();
+        // A walk begun under another policy (tightened again since) starts afresh: the calls
+        // it passed hold the policy they were given then (a reviewer's find).
+        let applying = serde_json::to_string(&read.policy).unwrap_or_default();
         let mut walk = match restart {
             true => None,
-            false => store.walk(Kind::ApplyPolicy, workspace_id).await?,
+            false => store.walk(Kind::ApplyPolicy, workspace_id).await?.filter(|w| w.note == applying),
         }
-        .unwrap_or_default();
+        .unwrap_or_else(|| Walk { note: applying, ..Walk::default() });
         // One pass over every call stored before it began.
         walk.target.get_or_insert(now_ms + 1);
         let apply =
@@ -198,6 +212,18 @@ impl Backend {
                 .buffered(RETENTION_PARALLEL)
                 .collect()
                 .await;
+            let failed = steps.iter().filter(|(_, step)| step.is_err()).count();
+            if failed > 0 {
+                // One call's failure holds the walk at this page (the rest of it is done
+                // again next time, which changes nothing) and stops this workspace's run,
+                // never the sweep of the others.
+                let first = steps.iter().find_map(|(_, step)| step.as_ref().err().map(ToString::to_string));
+                tracing::warn!(workspace_id, failed, error = first.unwrap_or_default(), "calls not rewritten yet");
+                progress.failed += failed;
+                progress.unfinished = true;
+                store.save_walk(kind, workspace_id, &walk).await?;
+                return Ok(progress);
+            }
             for (listed_ms, step) in steps {
                 match step? {
                     Step::Done { rewritten, erased } => {

@@ -123,7 +123,11 @@ impl Store {
             // the later one deletes, blanking the call it became).
             let mark = match get_u64(head, ERASING) {
                 Some(at) if at >= upto => at,
-                _ if self.mark_erasing(&pk, head, id, upto).await? => upto,
+                // Marked now: the items are read again, after the mark. A rewrite names the
+                // object it is about to write on its item and then looks for the mark
+                // (`rewrite`): one that named it between this read and the mark is seen by
+                // the next read (a reviewer's find: its object outlived the erase).
+                _ if self.mark_erasing(&pk, head, id, upto).await? => continue,
                 _ => {
                     tokio::time::sleep(backoff(round)).await;
                     continue;
@@ -160,6 +164,8 @@ impl Store {
                 // answer, 202), and blanking its frame would leave that call unreadable;
                 // its pending copy is dropped when committed, or finds its call there.
                 self.delete_pending_of(workspace_id, call_id, mark + 1, &AFTER_BURIAL).await?;
+                // And its note for the raw sweep, if it had one (`rewrite::raw_due_pk`).
+                self.forget_raw_due(workspace_id, call_id, id).await?;
                 return Ok(Erased { items: removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;

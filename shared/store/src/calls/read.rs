@@ -77,6 +77,11 @@ impl CallAt {
         super::item::get_u64(&self.item, "listed_ms")
     }
 
+    /// How many times its content was rewritten (a policy applied, its raw body removed).
+    pub fn rewrites(&self) -> u64 {
+        get_u64(&self.item, super::rewrite::REWRITES).unwrap_or(0)
+    }
+
     /// When its raw body was removed, past its workspace's `raw_retention_days`.
     pub fn raw_removed_at(&self) -> Option<u64> {
         get_u64(&self.item, super::rewrite::RAW_REMOVED_AT)
@@ -154,7 +159,20 @@ impl Store {
             for item in items {
                 match self.revision(&pk, &item).await? {
                     Some(revision) => call.revisions.push(revision),
-                    None => return Ok(None),
+                    None => {
+                        // Switched by a rewrite since it was read (see `current_content`)?
+                        let sk = super::item::get_s(&item, "sk").unwrap_or_default();
+                        let again = self
+                            .item(&pk, sk)
+                            .await?
+                            .filter(|a| a.get(super::rewrite::REWRITES) != item.get(super::rewrite::REWRITES));
+                        match again {
+                            Some(a) => call.revisions.push(self.revision(&pk, &a).await?.ok_or_else(|| {
+                                StoreError::Unavailable("a revision changed twice while it was read".into())
+                            })?),
+                            None => return Ok(None),
+                        }
+                    }
                 }
             }
         }
@@ -202,21 +220,8 @@ impl Store {
         let Some(mut at) = self.call_at(workspace_id, call_id, revision).await? else {
             return Ok(None);
         };
-        let current = match self.content(&at).await? {
-            Some(current) => current,
-            None => {
-                // Its frame erased: the call is being erased, or a rewrite switched it to new
-                // content since it was read (`rewrite`), which a second read finds.
-                match self.call_at(workspace_id, call_id, revision).await? {
-                    Some(again) if again.item.get(FRAME_KEY) != at.item.get(FRAME_KEY) => at = again,
-                    _ => return Ok(None),
-                }
-                match self.content(&at).await? {
-                    Some(current) => current,
-                    None => return Ok(None),
-                }
-            }
-        };
+        let Some((current, read)) = self.current_content(&at).await? else { return Ok(None) };
+        at = read;
         Ok(Some(StoredCall {
             id: at.id,
             workspace_id,
@@ -267,6 +272,25 @@ impl Store {
             pk,
             item,
         }))
+    }
+
+    /// [`content`](Self::content), read once more when its frame was gone because a rewrite
+    /// switched the item to new content after it was read (`rewrite`; not when the call is
+    /// being erased): the content and the item it is of.
+    pub async fn current_content(&self, at: &CallAt) -> Result<Option<(StoredRevision, CallAt)>, StoreError> {
+        if let Some(content) = self.content(at).await? {
+            return Ok(Some((content, at.clone())));
+        }
+        match self.switched(at).await? {
+            Some(again) => Ok(self.content(&again).await?.map(|c| (c, again))),
+            None => Ok(None),
+        }
+    }
+
+    /// `at` read again, when a rewrite switched it since (its `rewrites` changed).
+    pub async fn switched(&self, at: &CallAt) -> Result<Option<CallAt>, StoreError> {
+        let again = self.call_at(at.workspace_id, &at.call_id, Some(at.revision)).await?;
+        Ok(again.filter(|a| a.id == at.id && a.rewrites() != at.rewrites()))
     }
 
     /// The content of `at`, whole; `None` when it is gone (see [`revision`](Self::revision)).

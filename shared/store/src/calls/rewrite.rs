@@ -39,6 +39,10 @@ pub const REWRITES: &str = "rewrites";
 /// On a head or revision: when its raw body was removed (`raw_retention_days`); its raw
 /// reads as gone (410) from then on.
 pub const RAW_REMOVED_AT: &str = "raw_removed_at";
+/// On a head or revision whose digest a tightening re-keyed to the identity a send under the
+/// policy computes: its digest before, which a copy received before the change still has
+/// (`Submission::same_content`).
+pub const DIGEST_SENT: &str = "digest_sent";
 /// On a head or revision: the S3 keys a rewrite wrote, or was about to write, for it.
 pub const FRAMES_WRITTEN: &str = "frames_written";
 /// On a head or revision: the S3 keys it was switched away from, erased once no item of the
@@ -264,9 +268,12 @@ impl Store {
                     .expression_attribute_values(":removed", n(at_ms));
             }
         }
-        if let Some(digest) = &content.digest {
-            set.push("digest = :digest");
-            update = update.expression_attribute_values(":digest", s(digest.clone()));
+        if let (Some(digest), Some(sent)) = (&content.digest, get_s(item, "digest")) {
+            set.extend(["digest = :digest", "#digest_sent = :digest_sent"]);
+            update = update
+                .expression_attribute_names("#digest_sent", DIGEST_SENT)
+                .expression_attribute_values(":digest", s(digest.clone()))
+                .expression_attribute_values(":digest_sent", s(sent));
         }
         let mut expression = format!("SET {}", set.join(", "));
         if !remove.is_empty() {
@@ -336,6 +343,27 @@ impl Store {
         }
     }
 
+    /// Deletes the raw sweep's note of call `id` (erased), not a note of a call stored under
+    /// the same provider call id since.
+    pub(super) async fn forget_raw_due(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(raw_due_pk(workspace_id)))
+            .key("sk", s(call_id))
+            .condition_expression("#id = :id")
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_values(":id", n(id))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
+
     /// Erases the objects the call's items were switched away from that none of them names.
     async fn erase_superseded(&self, items: &[Item]) -> Result<(), StoreError> {
         let named: Vec<&str> = items.iter().filter_map(|i| get_s(i, FRAME_KEY)).collect();
@@ -392,14 +420,33 @@ fn as_read(
     update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
     item: &Item,
 ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
-    let update = update
+    // Its revision too: `insert_late` writes a head that is a clone of the one it replaces
+    // (the same token, the same rewrites), keeping the old one as a revision; a switch of
+    // the head read before would pass, and the revision keep the old content (a reviewer's
+    // find).
+    let mut update = update
         .expression_attribute_names("#submission", "submission")
         .expression_attribute_names("#rewrites_read", REWRITES)
-        .expression_attribute_values(":token", s(get_s(item, "submission").unwrap_or_default()));
+        .expression_attribute_names("#revision_read", "revision");
+    let token = match get_s(item, "submission") {
+        Some(token) => {
+            update = update.expression_attribute_values(":token", s(token));
+            "#submission = :token"
+        }
+        // An item written before every item carried its submission's token.
+        None => "attribute_not_exists(#submission)",
+    };
+    let revision = match get_u64(item, "revision") {
+        Some(r) => {
+            update = update.expression_attribute_values(":revision_read", n(r));
+            "#revision_read = :revision_read"
+        }
+        None => "attribute_not_exists(#revision_read)",
+    };
     match get_u64(item, REWRITES) {
         Some(r) => update
-            .condition_expression("#submission = :token AND #rewrites_read = :read")
+            .condition_expression(format!("{token} AND {revision} AND #rewrites_read = :read"))
             .expression_attribute_values(":read", n(r)),
-        None => update.condition_expression("#submission = :token AND attribute_not_exists(#rewrites_read)"),
+        None => update.condition_expression(format!("{token} AND {revision} AND attribute_not_exists(#rewrites_read)")),
     }
 }

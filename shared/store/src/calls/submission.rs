@@ -191,7 +191,9 @@ impl Submission {
 
     /// Whether `head` holds this submission's content.
     pub fn same_content(&self, head: &Item) -> bool {
-        get_s(head, "digest") == Some(&self.digest)
+        // Or the digest it had before a policy applied later re-keyed it (`rewrite`): a
+        // copy of the content received before the change still names it so.
+        get_s(head, "digest") == Some(&self.digest) || get_s(head, super::rewrite::DIGEST_SENT) == Some(&self.digest)
     }
 
     /// Whether `head` was written by this very submission.

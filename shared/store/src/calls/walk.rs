@@ -41,6 +41,8 @@ pub struct Walk {
     pub stall: Option<u64>,
     /// Calls the walk has gone through, over all its runs.
     pub count: u64,
+    /// What the walk does, as it began (`apply-policy`: the policy it applies).
+    pub note: String,
 }
 
 impl Store {
@@ -57,6 +59,7 @@ impl Store {
             after,
             stall: get_u64(&item, "stall"),
             count: get_u64(&item, "count").unwrap_or(0),
+            note: get_s(&item, "note").unwrap_or_default().to_owned(),
         }))
     }
 
@@ -71,6 +74,7 @@ impl Store {
             .item("sk", s(SK))
             .item("done_to", n(walk.done_to))
             .item("count", n(walk.count))
+            .item("note", s(walk.note.clone()))
             .item("saved_at", n(super::now_ms()));
         if let Some(target) = walk.target {
             put = put.item("target", n(target));
