@@ -89,6 +89,11 @@ pub fn revision_sk(revision: u64) -> String {
     format!("REV#{revision:010}")
 }
 
+/// On a head or revision whose digest a tightening re-keyed to the identity a send under the
+/// policy computes: its digest before, which a copy received before the change still has
+/// (`Submission::same_content`; written by `rewrite`).
+pub const DIGEST_SENT: &str = "digest_sent";
+
 /// On a head or revision whose frame is in S3: the object's key (`frames::Frames::key`).
 pub const FRAME_KEY: &str = "frame_key";
 

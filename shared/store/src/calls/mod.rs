@@ -749,7 +749,7 @@ impl Store {
             return Ok(Found::Identity);
         }
         let fields: &[&str] = match replays {
-            true => &["sk", "submission", "digest", rewrite::DIGEST_SENT, "updated_at", item::CURRENT_FROM, "revision"],
+            true => &["sk", "submission", "digest", item::DIGEST_SENT, "updated_at", item::CURRENT_FROM, "revision"],
             false => &["sk", "submission"],
         };
         let items = self.query(&sub.pk, query::SortKeys::All, Some(fields)).await?;

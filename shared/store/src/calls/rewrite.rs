@@ -39,10 +39,6 @@ pub const REWRITES: &str = "rewrites";
 /// On a head or revision: when its raw body was removed (`raw_retention_days`); its raw
 /// reads as gone (410) from then on.
 pub const RAW_REMOVED_AT: &str = "raw_removed_at";
-/// On a head or revision whose digest a tightening re-keyed to the identity a send under the
-/// policy computes: its digest before, which a copy received before the change still has
-/// (`Submission::same_content`).
-pub const DIGEST_SENT: &str = "digest_sent";
 /// On a head or revision: the S3 keys a rewrite wrote, or was about to write, for it.
 pub const FRAMES_WRITTEN: &str = "frames_written";
 /// On a head or revision: the S3 keys it was switched away from, erased once no item of the
@@ -271,7 +267,7 @@ impl Store {
         if let (Some(digest), Some(sent)) = (&content.digest, get_s(item, "digest")) {
             set.extend(["digest = :digest", "#digest_sent = :digest_sent"]);
             update = update
-                .expression_attribute_names("#digest_sent", DIGEST_SENT)
+                .expression_attribute_names("#digest_sent", super::item::DIGEST_SENT)
                 .expression_attribute_values(":digest", s(digest.clone()))
                 .expression_attribute_values(":digest_sent", s(sent));
         }

@@ -193,7 +193,7 @@ impl Submission {
     pub fn same_content(&self, head: &Item) -> bool {
         // Or the digest it had before a policy applied later re-keyed it (`rewrite`): a
         // copy of the content received before the change still names it so.
-        get_s(head, "digest") == Some(&self.digest) || get_s(head, super::rewrite::DIGEST_SENT) == Some(&self.digest)
+        get_s(head, "digest") == Some(&self.digest) || get_s(head, super::item::DIGEST_SENT) == Some(&self.digest)
     }
 
     /// Whether `head` was written by this very submission.
