@@ -321,36 +321,32 @@ impl Store {
 
     /// Deletes `due`'s note unless a later revision wrote it again meanwhile.
     pub async fn settle_raw_due(&self, workspace_id: u64, due: &RawDue) -> Result<(), StoreError> {
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .key("pk", s(raw_due_pk(workspace_id)))
-            .key("sk", s(due.call_id.clone()))
-            .condition_expression("#submission = :token")
-            .expression_attribute_names("#submission", "submission")
-            .expression_attribute_values(":token", s(due.token.clone()))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
-            Err(e) => Err(StoreError::from_sdk(e)),
-        }
+        self.delete_raw_due(workspace_id, &due.call_id, ("submission", s(due.token.clone()))).await
     }
 
     /// Deletes the raw sweep's note of call `id` (erased), not a note of a call stored under
     /// the same provider call id since.
     pub(super) async fn forget_raw_due(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<(), StoreError> {
+        self.delete_raw_due(workspace_id, call_id, ("id", n(id))).await
+    }
+
+    /// Deletes the note of `call_id` while its attribute `name` is `value` (else it is
+    /// another's now, and stays).
+    async fn delete_raw_due(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        (name, value): (&str, aws_sdk_dynamodb::types::AttributeValue),
+    ) -> Result<(), StoreError> {
         let result = self
             .client
             .delete_item()
             .table_name(&self.table)
             .key("pk", s(raw_due_pk(workspace_id)))
             .key("sk", s(call_id))
-            .condition_expression("#id = :id")
-            .expression_attribute_names("#id", "id")
-            .expression_attribute_values(":id", n(id))
+            .condition_expression("#name = :value")
+            .expression_attribute_names("#name", name)
+            .expression_attribute_values(":value", value)
             .send()
             .await;
         match result {
