@@ -62,6 +62,8 @@ pub async fn find(
     };
     let mut known = Known::default();
     for (text, out) in answers {
+        // Where each character starts, once per request (an entity's offsets count them).
+        let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
         for entity in out.entities() {
             let kind = match entity.r#type() {
                 Some(PiiEntityType::Name) => Kind::PersonName,
@@ -72,7 +74,7 @@ pub async fn find(
                 continue;
             }
             let (Some(begin), Some(end)) = (entity.begin_offset(), entity.end_offset()) else { continue };
-            if let Some(value) = chars(text, begin, end) {
+            if let Some(value) = chars(text, &starts, begin, end) {
                 known.add(kind, value);
             }
         }
@@ -80,16 +82,14 @@ pub async fn find(
     ModelFound::Values(known)
 }
 
-/// Characters `begin..end` of `text` (Comprehend's offsets count characters), if within it.
-fn chars(text: &str, begin: i32, end: i32) -> Option<&str> {
+/// Characters `begin..end` of `text` (Comprehend's offsets count characters), if within
+/// it; `starts`: the byte where each character of `text` starts, and its length last.
+fn chars<'a>(text: &'a str, starts: &[usize], begin: i32, end: i32) -> Option<&'a str> {
     let (begin, end) = (usize::try_from(begin).ok()?, usize::try_from(end).ok()?);
     if begin >= end {
         return None;
     }
-    let mut at = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len()));
-    let start = at.nth(begin)?;
-    let stop = at.nth(end - begin - 1)?;
-    text.get(start..stop)
+    text.get(*starts.get(begin)?..*starts.get(end)?)
 }
 
 /// The turns' texts, a line each, in requests of at most [`MAX_TEXT_BYTES`]: a turn that
@@ -152,8 +152,10 @@ mod tests {
     #[test]
     fn offsets_count_characters() {
         let text = "Señora Ana Núñez called";
-        assert_eq!(chars(text, 7, 16), Some("Ana Núñez"));
-        assert_eq!(chars(text, 7, 99), None);
-        assert_eq!(chars(text, 3, 3), None);
+        let starts: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+        assert_eq!(chars(text, &starts, 7, 16), Some("Ana Núñez"));
+        assert_eq!(chars(text, &starts, 7, 99), None);
+        assert_eq!(chars(text, &starts, 3, 3), None);
+        assert_eq!(chars(text, &starts, 17, 23), Some("called"));
     }
 }

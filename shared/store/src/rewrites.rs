@@ -58,8 +58,11 @@ impl Backend {
     ) -> Result<Progress, StoreError> {
         let store = self.store();
         // Calls revised since their raw bodies were removed: the passes would not come back.
-        let mut again = 0;
+        let (mut again, mut failed) = (0, 0);
         for due in store.raw_due(workspace_id).await? {
+            if Instant::now() >= deadline {
+                return Ok(Progress { rewritten: again, failed, unfinished: true, ..Progress::default() });
+            }
             let change = Change::DropRaw { at_ms: now_ms };
             match store.rewrite_call(workspace_id, &due.call_id, due.id, change).await {
                 Ok(done) => {
@@ -68,6 +71,7 @@ impl Backend {
                 }
                 // Its note stays for the next run.
                 Err(e) => {
+                    failed += 1;
                     tracing::warn!(workspace_id, error = %e, "a call revised after its raw retention not rewritten yet")
                 }
             }
@@ -76,7 +80,7 @@ impl Backend {
         let mut walk = store.walk(Kind::RawRetention, workspace_id).await?.unwrap_or_default();
         if walk.target.is_none() {
             if cutoff <= walk.done_to {
-                return Ok(Progress { total: walk.count, rewritten: again, ..Progress::default() });
+                return Ok(Progress { total: walk.count, rewritten: again, failed, ..Progress::default() });
             }
             walk.target = Some(cutoff);
         }
@@ -92,6 +96,7 @@ impl Backend {
             })
             .await?;
         progress.rewritten += again;
+        progress.failed += failed;
         Ok(progress)
     }
 

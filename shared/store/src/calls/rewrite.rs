@@ -123,7 +123,13 @@ impl Store {
                 if !needs(group[0], change) {
                     continue;
                 }
-                let Some(frame) = self.frame(&pk, group[0]).await? else { return Ok(done) };
+                // Its frame gone: the call is being erased (the next round finds it so), or
+                // chunks of an old layout are incomplete. Never "done": a note of the raw
+                // sweep is settled only on a call rewritten or gone (a reviewer's find).
+                let Some(frame) = self.frame(&pk, group[0]).await? else {
+                    lost = true;
+                    break;
+                };
                 let unpacked = codec::unpack(&frame).map_err(|e| StoreError::Internal(e.to_string()))?;
                 let Some(content) = new_content(group[0], &unpacked, change)? else { continue };
                 let key = match content.packed.frame.len() > INLINE_MAX {

@@ -32,9 +32,20 @@ const COMMON: &[&str] = &[
     "santa", "san", "paz", "luz", "sol", "mar",
 ];
 
-/// A token as values are compared: lower case, without the punctuation around it.
+/// A token as values are compared: lower case, without the punctuation around it or a
+/// possessive ("Okafor's" is Okafor).
 fn normal(token: &str) -> String {
-    token.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()
+    let word = token.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    match word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")) {
+        Some(stem) if !stem.is_empty() => stem.to_owned(),
+        _ => word,
+    }
+}
+
+/// Whether `word` (normalised) may stand alone for a name: three letters or more, and not
+/// also a common word ("will", "may").
+fn alone(word: &str) -> bool {
+    word.chars().count() >= 3 && !COMMON.contains(&word)
 }
 
 impl Known {
@@ -43,22 +54,24 @@ impl Known {
     /// more ("Ms. Okafor", "thanks Margaret") unless it is also a common word ("Will", "May").
     /// A value of no word, or too long, is left out.
     pub fn add(&mut self, kind: Kind, text: &str) {
-        self.add_words(kind, text);
+        // A name of one word is kept on the same terms as a name's words alone: "Will"
+        // found as a name must not replace every "will" the call says.
+        let mut tokens = Vec::new();
+        tokenize(text, 0, &mut tokens);
+        let single = tokens.len() == 1;
+        if kind != Kind::PersonName || !single || alone(&normal(tokens[0].text)) {
+            self.add_words(kind, text);
+        }
         match kind {
             Kind::Address => {
                 if let Some((street, _)) = text.split_once(',') {
                     self.add_words(kind, street);
                 }
             }
-            Kind::PersonName => {
-                let mut tokens = Vec::new();
-                tokenize(text, 0, &mut tokens);
-                if tokens.len() > 1 {
-                    for t in &tokens {
-                        let word = normal(t.text);
-                        if word.chars().count() >= 3 && !COMMON.contains(&word.as_str()) {
-                            self.add_words(kind, t.text);
-                        }
+            Kind::PersonName if tokens.len() > 1 => {
+                for t in &tokens {
+                    if alone(&normal(t.text)) {
+                        self.add_words(kind, t.text);
                     }
                 }
             }
@@ -153,6 +166,16 @@ mod tests {
         assert_eq!(
             spans(&known, "ms okafor will call from 42 Willow Street"),
             vec![("okafor".to_owned(), Kind::PersonName), ("42 Willow Street".to_owned(), Kind::Address)]
+        );
+        assert_eq!(spans(&known, "Mrs Okafor's account"), vec![("Okafor's".to_owned(), Kind::PersonName)]);
+        let mut single = Known::default();
+        single.add(Kind::PersonName, "Will");
+        single.add(Kind::PersonName, "Al");
+        single.add(Kind::PersonName, "Margaret");
+        assert_eq!(
+            spans(&single, "I will call Al and Margaret"),
+            vec![("Margaret".to_owned(), Kind::PersonName)],
+            "a one-word name that is a common or short word stands for nothing"
         );
     }
 }
