@@ -488,6 +488,64 @@ def test_the_model_reads_a_long_call_in_requests_of_at_most_100_kb(stack):
     assert fired[counted] == 1 and fired[seen] == 2, fired
 
 
+def observing_the_model(stack):
+    """A rule that counts the model's requests (without changing them); its id."""
+    return stack.faults.add({"service": "comprehend", "op": "DetectPiiEntities", "fault": "observe", "times": 1000})
+
+
+def fired(stack, rule):
+    return {r["id"]: r["fired"] for r in stack.faults.rules()}[rule]
+
+
+def test_the_model_reads_words_alone_spares_a_replay_and_says_when_there_was_nothing(stack):
+    """A turn with timed words and no text is read from its words (the name in them is
+    found and replaced); the same call sent again is a replay of what is stored and is not
+    sent to the model again (billed twice); a call with no turn to read (a tool's call
+    alone) says the model had nothing to read, not that it read it (a reviewer's finds)."""
+    t = Tenant(stack, "privacy-model-words", "--storage", "redacted", "--pii-model", "aws_comprehend")
+    body = named_call("model-words")
+    del body["transcript_with_tool_calls"][1]["text"]
+    rule = observing_the_model(stack)
+    try:
+        assert t.post_b(body).status == 201
+        assert fired(stack, rule) == 1
+        again = t.post_b(body)
+        assert again.status == 200 and again.body["is_new"] is False, again
+        assert fired(stack, rule) == 1, "a replay is not read (nor billed) again"
+    finally:
+        stack.faults.clear()
+    doc = t.read("model-words").body["document"]
+    assert doc["redaction"] == {"model": "aws_comprehend"}, doc
+    words = doc["call"]["transcript_with_tool_calls"][1]["words"]
+    assert [w["word"] for w in words[3:5]] == ["[PERSON_NAME]", "[PERSON_NAME]"], words
+    assert "Okafor" not in json.dumps(doc)
+    empty = named_call("model-empty")
+    empty["transcript_with_tool_calls"] = empty["transcript_with_tool_calls"][3:]  # a tool's call alone
+    assert t.post_b(empty).status == 201
+    assert t.read("model-empty").body["document"]["redaction"] == {"model": "nothing_to_read"}
+
+
+def test_a_workspace_gets_at_most_its_budget_of_model_requests_a_second(stack):
+    """Comprehend's quota is the account's: a workspace may make at most
+    PII_MODEL_REQUESTS_PER_SECOND (the local stack's: 5) requests a second. A call whose
+    turns take 6 (about 600 KB) never fits: stored at once with the rules alone, the model
+    never asked."""
+    t = Tenant(stack, "privacy-model-budget", "--storage", "redacted", "--pii-model", "aws_comprehend")
+    body = named_call("model-budget")
+    filler = [{"role": "agent", "text": "let me check that for you " * 40, "start_ms": 10_000 + i, "end_ms": 10_001 + i}
+              for i in range(560)]
+    body["transcript_with_tool_calls"] = filler + body["transcript_with_tool_calls"][1:3]
+    rule = observing_the_model(stack)
+    try:
+        assert t.post_b(body).status == 201
+        assert fired(stack, rule) == 0, "over the budget: not asked"
+    finally:
+        stack.faults.clear()
+    doc = t.read("model-budget").body["document"]
+    assert doc["redaction"] == {"model": "unavailable"}, doc.get("redaction")
+    assert doc["call"]["transcript_with_tool_calls"][-1]["text"] == "call me on [PHONE_NUMBER]"
+
+
 def test_apply_policy_resumed_under_a_stricter_policy_starts_again(stack):
     """A walk cut short, then the policy tightened again (redacted, then metadata_only)
     before it is resumed: the resumed run starts afresh, so the calls the first run passed

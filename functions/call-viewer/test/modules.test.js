@@ -141,6 +141,7 @@ test("a call's data policy is said in its header; everything says nothing", () =
     "redacted (email, ssn) · 2 stretches of audio said a value replaced");
   const modelled = { data_policy: { storage: "redacted", pii_entities: ["person_name"] }, redactions: [{}] };
   assert.match(String(policyLine({ ...modelled, redaction: { model: "aws_comprehend" } })), /found by AWS Comprehend$/);
+  assert.match(String(policyLine({ ...modelled, redaction: { model: "nothing_to_read" } })), /no turns for the model to read$/);
   assert.match(String(policyLine({ ...modelled, redaction: { model: "unavailable" } })), /unavailable: rules alone$/);
   assert.match(String(policyLine({ data_policy: { storage: "metadata_only" }, counts: { segments: 5, words: 11 } })),
     /^metadata only · 5 segments, .* 11 words were not kept$/);

@@ -8,13 +8,18 @@
 //! the call is stored with the rules' redaction alone and says so
 //! (`redaction.model: "unavailable"`), never refused.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use aws_sdk_comprehend::types::{LanguageCode, PiiEntityType};
 use futures_util::future::try_join_all;
 
+use call_ingest_core::api::create_call::Segment;
 use call_ingest_core::api::CreateCall;
+use call_ingest_core::call::CallDocument;
 use call_ingest_core::privacy::{Kind, Kinds, Known, Language, ModelFound};
+
+use crate::Backend;
 
 /// The model's time, all its requests at once.
 pub const WITHIN: Duration = Duration::from_secs(1);
@@ -25,18 +30,24 @@ pub const MAX_REQUESTS: usize = 8;
 /// Entities below this confidence are left to the rules.
 const MIN_SCORE: f32 = 0.5;
 
-/// What the model finds of `kinds` (its own: names, addresses) in `call`'s turns.
+/// What the model finds of `kinds` (its own: names, addresses) in the turns of `doc`, a
+/// call of `workspace_id`, all within [`WITHIN`]. Not read (`Unavailable`): no client; the
+/// turns take more than [`MAX_REQUESTS`]; the call's head holds this very content already
+/// (a replay: it will store nothing, and is not billed again); the workspace's budget of
+/// model requests this second is spent (Comprehend's quota is the account's); the model
+/// fails, throttles or is late.
 pub async fn find(
-    client: Option<&aws_sdk_comprehend::Client>,
-    call: &CreateCall,
+    backend: &Backend,
+    workspace_id: u64,
+    doc: &CallDocument,
     language: Language,
     kinds: Kinds,
 ) -> ModelFound {
-    let Some(client) = client else { return ModelFound::Unavailable };
-    if !Kind::MODEL.iter().any(|k| kinds.contains(*k)) {
-        return ModelFound::Values(Known::default());
+    let Some(client) = backend.comprehend() else { return ModelFound::Unavailable };
+    let texts = chunks(&doc.call);
+    if texts.is_empty() {
+        return ModelFound::NothingToRead;
     }
-    let texts = chunks(call);
     if texts.len() > MAX_REQUESTS {
         tracing::warn!(requests = texts.len(), "the call's turns are too long for the model; rules alone");
         return ModelFound::Unavailable;
@@ -45,14 +56,33 @@ pub async fn find(
         Language::En => LanguageCode::En,
         Language::Es => LanguageCode::Es,
     };
-    let requests = texts.iter().map(|text| {
-        let request = client.detect_pii_entities().text(text.clone()).language_code(language.clone()).send();
-        async move { request.await.map(|out| (text, out)) }
-    });
-    let answers = match tokio::time::timeout(WITHIN, try_join_all(requests)).await {
+    let asked = async {
+        if let Some(identity) = &doc.identity {
+            match backend.store().holds_digest(workspace_id, doc.call_id(), identity).await {
+                Ok(true) => return Err("a replay of the content the call holds"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "could not tell a replay; the model reads it"),
+            }
+        }
+        let requests = u32::try_from(texts.len()).unwrap_or(u32::MAX);
+        match backend.directory().take_model(workspace_id, requests, backend.config.model_rate_limit).await {
+            Ok(true) => {}
+            Ok(false) => return Err("the workspace's model requests this second are spent"),
+            Err(_) => return Err("the model's budget could not be counted"),
+        }
+        let requests = texts.iter().map(|text| {
+            let request = client.detect_pii_entities().text(text.clone()).language_code(language.clone()).send();
+            async move { request.await.map(|out| (text, out)) }
+        });
+        try_join_all(requests).await.map_err(|e| {
+            tracing::warn!(error = %aws_sdk_comprehend::error::DisplayErrorContext(&e), "the model failed");
+            "the model failed"
+        })
+    };
+    let answers = match tokio::time::timeout(WITHIN, asked).await {
         Ok(Ok(answers)) => answers,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %aws_sdk_comprehend::error::DisplayErrorContext(&e), "the model failed; rules alone");
+        Ok(Err(why)) => {
+            tracing::info!(workspace_id, "{why}; rules alone");
             return ModelFound::Unavailable;
         }
         Err(_) => {
@@ -92,15 +122,28 @@ fn chars<'a>(text: &'a str, starts: &[usize], begin: i32, end: i32) -> Option<&'
     text.get(*starts.get(begin)?..*starts.get(end)?)
 }
 
-/// The turns' texts, a line each, in requests of at most [`MAX_TEXT_BYTES`]: a turn that
-/// does not fit where a request stands starts the next (so a name is not cut between two),
-/// and a turn longer than a request is cut at a character boundary.
+/// The text of one turn: its `text`, else its timed words, a space between.
+fn turn_text(segment: &Segment) -> Cow<'_, str> {
+    match segment.text.as_deref().filter(|t| !t.trim().is_empty()) {
+        Some(text) => Cow::Borrowed(text),
+        None => {
+            let words = segment.words.iter().flatten().filter_map(|w| w.word.as_deref());
+            Cow::Owned(words.filter(|w| !w.trim().is_empty()).collect::<Vec<_>>().join(" "))
+        }
+    }
+}
+
+/// The turns' texts (or words), a line each, in requests of at most [`MAX_TEXT_BYTES`]: a
+/// turn that does not fit where a request stands starts the next (so a name is not cut
+/// between two), and a turn longer than a request is cut at a character boundary.
 fn chunks(call: &CreateCall) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut current = String::new();
-    let texts = call.transcript_with_tool_calls.iter().flatten().filter_map(|s| s.text.as_deref());
-    for text in texts.filter(|t| !t.trim().is_empty()) {
-        let mut rest = text;
+    for turn in call.transcript_with_tool_calls.iter().flatten().map(turn_text) {
+        if turn.trim().is_empty() {
+            continue;
+        }
+        let mut rest: &str = &turn;
         while !rest.is_empty() {
             let room = MAX_TEXT_BYTES.saturating_sub(current.len() + 1);
             if room == 0 || (rest.len() > room && !current.is_empty()) {
@@ -147,6 +190,18 @@ mod tests {
         // A turn that does not fit where the request stands starts one of its own.
         assert_eq!(chunks.iter().map(String::len).collect::<Vec<_>>(), vec![5, 99_998, 40_006]);
         assert!(super::chunks(&call_of(&[" ", ""])).is_empty());
+    }
+
+    #[test]
+    fn a_turn_of_words_alone_is_read_from_its_words() {
+        let call: CreateCall = serde_json::from_value(serde_json::json!({"call_id": "c", "transcript_with_tool_calls": [
+            {"role": "user", "words": [{"word": "I'm", "start_ms": 0, "end_ms": 1}, {"word": "Ana"}, {"word": " "}, {"word": "Núñez"}]},
+            {"role": "agent", "text": "  ", "words": [{"word": "hello"}]},
+            {"role": "user", "text": "the text wins", "words": [{"word": "other"}]},
+            {"role": "tool", "words": []},
+        ]}))
+        .unwrap();
+        assert_eq!(chunks(&call), vec!["I'm Ana Núñez\nhello\nthe text wins".to_owned()]);
     }
 
     #[test]

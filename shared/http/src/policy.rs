@@ -10,7 +10,7 @@ use crate::problems::storage_problem;
 use crate::Backend;
 use call_ingest_core::api::{Code, Problem, Violation};
 use call_ingest_core::call::CallDocument;
-use call_ingest_core::privacy::{self, Policy, Storage};
+use call_ingest_core::privacy::{self, Kind, Policy, Storage};
 use call_ingest_store::calls::StoreError;
 use call_ingest_store::directory::Lookup;
 
@@ -83,18 +83,20 @@ impl Protection {
         Ok(Protection { policy, key })
     }
 
-    /// Applies the policy to `doc` (of `agent_id`): under `redacted` with a model, what the
-    /// model finds in the turns (within `pii_model::WITHIN`) is replaced with the rules'.
-    pub(crate) async fn apply(&self, backend: &Backend, doc: &mut CallDocument, agent_id: &str) {
+    /// Applies the policy to `doc` (of `agent_id`, in `workspace_id`): under `redacted` with
+    /// a model whose kinds the policy keeps, what the model finds in the turns (within
+    /// `pii_model::WITHIN`) is replaced with the rules'.
+    pub(crate) async fn apply(&self, backend: &Backend, doc: &mut CallDocument, workspace_id: u64, agent_id: &str) {
+        if let Some(key) = &self.key {
+            privacy::identify(doc, &self.policy, key, agent_id);
+        }
+        let kinds = self.policy.pii_entities;
         let model = match (self.policy.storage, self.policy.pii_model) {
-            (Storage::Redacted, Some(model)) => Some(
-                crate::pii_model::find(backend.comprehend(), &doc.call, model.language, self.policy.pii_entities).await,
-            ),
+            (Storage::Redacted, Some(model)) if Kind::MODEL.iter().any(|k| kinds.contains(*k)) => {
+                Some(crate::pii_model::find(backend, workspace_id, doc, model.language, kinds).await)
+            }
             _ => None,
         };
-        match &self.key {
-            Some(key) => privacy::apply_with(doc, &self.policy, key, agent_id, model.as_ref()),
-            None => privacy::restrict_with(doc, self.policy.storage, self.policy.pii_entities, model.as_ref()),
-        }
+        privacy::restrict_with(doc, self.policy.storage, kinds, model.as_ref());
     }
 }

@@ -35,6 +35,11 @@ pub struct Config {
     /// `TRACE_RATE_LIMIT_PER_SECOND`: trace exports a workspace may make per second, a
     /// budget apart from its calls' (default 100, at most 1,000).
     pub trace_rate_limit: u32,
+    /// `PII_MODEL_REQUESTS_PER_SECOND`: requests to the model of personal data (AWS
+    /// Comprehend, for workspaces whose policy names it) a workspace may make per second
+    /// (default 5, at most 1,000). Comprehend's quota is the account's: this keeps one
+    /// workspace from spending it for all; past it, calls get the rules alone.
+    pub model_rate_limit: u32,
     /// `WARM_UP`: open the DynamoDB connection during init (default off).
     pub warm_up: bool,
     /// `LOG_FORMAT=json` for one JSON object per line (Lambda); otherwise readable text.
@@ -86,6 +91,8 @@ pub struct ConfigError {
 /// Requests per second a workspace may make unless given its own limit.
 pub const DEFAULT_RATE_LIMIT: u32 = 20;
 pub const DEFAULT_TRACE_RATE_LIMIT: u32 = 100;
+/// Model requests a workspace may make per second unless configured otherwise.
+pub const DEFAULT_MODEL_RATE_LIMIT: u32 = 5;
 
 /// The default body limit: 6 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
@@ -120,6 +127,12 @@ impl Config {
             trace_rate_limit: number(
                 "TRACE_RATE_LIMIT_PER_SECOND",
                 DEFAULT_TRACE_RATE_LIMIT as u64,
+                1,
+                MAX_LIMIT as u64,
+            )? as u32,
+            model_rate_limit: number(
+                "PII_MODEL_REQUESTS_PER_SECOND",
+                DEFAULT_MODEL_RATE_LIMIT as u64,
                 1,
                 MAX_LIMIT as u64,
             )? as u32,

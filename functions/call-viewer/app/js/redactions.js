@@ -59,7 +59,8 @@ export function policyLine(doc) {
     const n = Array.isArray(doc.redactions) ? doc.redactions.length : 0;
     const kinds = Array.isArray(policy.pii_entities) ? policy.pii_entities.join(", ") : "";
     const model = doc.redaction?.model === "aws_comprehend" ? " · names and addresses found by AWS Comprehend"
-      : doc.redaction?.model === "unavailable" ? " · the model was unavailable: rules alone" : "";
+      : doc.redaction?.model === "unavailable" ? " · the model was unavailable: rules alone"
+      : doc.redaction?.model === "nothing_to_read" ? " · no turns for the model to read" : "";
     return `redacted (${kinds}) · ${n} stretch${n === 1 ? "" : "es"} of audio said a value replaced${model}`;
   }
   if (policy.storage === "metadata_only") {

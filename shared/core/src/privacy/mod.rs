@@ -42,11 +42,13 @@ pub fn apply(doc: &mut CallDocument, policy: &Policy, key: &[u8], agent_id: &str
     apply_with(doc, policy, key, agent_id, None)
 }
 
-/// What the policy's model made of a call: the values it found, or nothing in time.
+/// What the policy's model made of a call: the values it found in all its turns; nothing
+/// (it was not read, or not in time); or no turn had anything to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelFound {
     Values(Known),
     Unavailable,
+    NothingToRead,
 }
 
 /// [`apply`], with what the policy's model found (`None`: the policy names no model).
@@ -54,8 +56,16 @@ pub fn apply_with(doc: &mut CallDocument, policy: &Policy, key: &[u8], agent_id:
     if policy.storage == Storage::Everything {
         return;
     }
-    doc.identity = Some(identity(key, agent_id, &doc.to_json()));
+    identify(doc, policy, key, agent_id);
     restrict_with(doc, policy.storage, policy.pii_entities, model);
+}
+
+/// The first step of [`apply_with`]: the document's identity as sent (nothing under
+/// `everything`), known before any model reads it (a replay need not be read again).
+pub fn identify(doc: &mut CallDocument, policy: &Policy, key: &[u8], agent_id: &str) {
+    if policy.storage != Storage::Everything {
+        doc.identity = Some(identity(key, agent_id, &doc.to_json()));
+    }
 }
 
 /// The redaction or stripping of [`apply`], without the identity: also for a document
@@ -81,6 +91,7 @@ pub fn restrict_with(doc: &mut CallDocument, storage: Storage, kinds: Kinds, mod
                 model: match m {
                     ModelFound::Values(_) => ModelOutcome::AwsComprehend,
                     ModelFound::Unavailable => ModelOutcome::Unavailable,
+                    ModelFound::NothingToRead => ModelOutcome::NothingToRead,
                 },
             });
         }

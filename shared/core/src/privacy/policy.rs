@@ -204,7 +204,9 @@ impl PiiModel {
 }
 
 /// What a document says of the model its policy names (`redaction`): `aws_comprehend` when
-/// it read the call, `unavailable` when it failed or was late and the rules alone redacted.
+/// it read every turn, `unavailable` when it did not read the call (failed, throttled, late,
+/// over the workspace's budget) and the rules alone redacted, `nothing_to_read` when no
+/// turn had text or words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelNote {
     pub model: ModelOutcome,
@@ -215,6 +217,7 @@ pub struct ModelNote {
 pub enum ModelOutcome {
     AwsComprehend,
     Unavailable,
+    NothingToRead,
 }
 
 /// A language Comprehend finds personal data in.

@@ -136,7 +136,7 @@ pub(crate) async fn process(
             let body = checked?.decode(raw, backend.config.max_decompressed_bytes)?;
             let parsed = call::parse_create_call(&body)?;
             let mut doc = call::accept_create_call(parsed).map_err(Problem::invalid)?;
-            protection.apply(backend, &mut doc, &agent.id).await;
+            protection.apply(backend, &mut doc, workspace_id, &agent.id).await;
             (workspace_id, agent, pace, doc, body)
         }
         Operation::SendCallData => {
@@ -170,7 +170,7 @@ pub(crate) async fn process(
             let mut doc = call::accept_send_call_data(parsed).map_err(Problem::invalid)?;
             let agent = agent
                 .ok_or_else(|| Problem::invalid(vec![Violation::new("/agentId", Code::Required, "is required")]))?;
-            protection.apply(backend, &mut doc, &agent.id).await;
+            protection.apply(backend, &mut doc, workspace_id, &agent.id).await;
             (workspace_id, agent, pace, doc, body)
         }
     };

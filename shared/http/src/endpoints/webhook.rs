@@ -148,19 +148,19 @@ pub(crate) async fn answer(
     // is taken when they are committed.)
     let agent = match backend.directory().report_agent(&hook, named, within(READ_WITHIN)).await {
         Ok(Some(agent)) => {
-            protection.apply(backend, &mut doc, "").await;
+            protection.apply(backend, &mut doc, workspace_id, "").await;
             agent
         }
         // Its agent not known yet, the report is held: under the workspace's policy too, so
         // the held copy is the document's envelope, never the body.
         Ok(None) => {
-            protection.apply(backend, &mut doc, "").await;
+            protection.apply(backend, &mut doc, workspace_id, "").await;
             return hold(backend, &hook, named, &doc, &body, (received, started), "held", request_id, log).await;
         }
         Err(e) => {
             // Unreadable now (slow, down, or refused): the report is kept all the same.
             tracing::warn!(error = %e, "the report's agent could not be read; held");
-            protection.apply(backend, &mut doc, "").await;
+            protection.apply(backend, &mut doc, workspace_id, "").await;
             return hold(backend, &hook, named, &doc, &body, (received, started), "accepted", request_id, log).await;
         }
     };

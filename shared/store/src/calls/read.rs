@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::item::{
-    call_pk, chunk_prefix, get_b, get_s, get_u64, is_erasing, parse_call_pk, revision_sk, Item, FRAME_KEY, PIECES,
+    call_pk, chunk_prefix, get_b, get_s, get_u64, is_erasing, parse_call_pk, revision_sk, s, Item, FRAME_KEY, PIECES,
 };
 use super::query::SortKeys;
 use super::{codec, tables, Store, StoreError};
@@ -433,6 +433,27 @@ impl Store {
         projection: Option<&[&str]>,
     ) -> Result<Vec<Item>, StoreError> {
         super::query::query(&self.client, &self.table, pk, &range, true, projection).await
+    }
+
+    /// Whether the head of `call_id` holds content of this `digest` (its identity as sent):
+    /// a replay of what the call stores. One eventually consistent read of two small
+    /// attributes; for sparing work a replay does not need (the model of personal data),
+    /// never for deciding what is stored.
+    pub async fn holds_digest(&self, workspace_id: u64, call_id: &str, digest: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(call_pk(workspace_id, call_id)))
+            .key("sk", s(super::item::HEAD))
+            .projection_expression("#d, #s")
+            .expression_attribute_names("#d", "digest")
+            .expression_attribute_names("#s", super::item::DIGEST_SENT)
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        let held = |name: &str| out.item.as_ref().and_then(|item| get_s(item, name)) == Some(digest);
+        Ok(held("digest") || held(super::item::DIGEST_SENT))
     }
 
     /// The raw item at the head's key, a tombstone included (for tests and tools that

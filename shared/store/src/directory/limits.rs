@@ -65,6 +65,9 @@ pub enum Budget {
     /// OpenTelemetry exports (`POST /otel/v1/traces`): a budget of their own, so that the
     /// exports of live calls never push the workspace's calls into 202.
     Traces,
+    /// Requests to the policy's model of personal data (AWS Comprehend), whose quota is
+    /// the account's: one workspace's calls must not throttle every other's.
+    Model,
 }
 
 impl Budget {
@@ -73,6 +76,7 @@ impl Budget {
             Budget::Sends => "RATE",
             Budget::Reads => "READS",
             Budget::Traces => "TRACES",
+            Budget::Model => "MODEL",
         }
     }
 }
@@ -177,17 +181,18 @@ impl Limiter {
             .expression_attribute_values(":expires", n(second + KEEP_SECS))
     }
 
-    /// Takes one request of `workspace_id`'s `budget` in this second only if the budget has
-    /// room (`limit`): a conditional write that adds nothing when it is spent. For the
-    /// committers of paced calls: a commit the budget refuses must not count, or a queue
-    /// asking for each paced call would push the workspace into a flood and its clients'
-    /// own sends would be refused. An error when the counter cannot be written (throttled,
-    /// down, or refused: the commit is then a failure to retry, never a call paced).
-    pub async fn take(&self, workspace_id: u64, budget: Budget, limit: u32) -> Result<bool, StoreError> {
+    /// Takes `units` of `workspace_id`'s `budget` in this second only if the budget has room
+    /// for them all (`limit`): a conditional write that adds nothing when it has not. For
+    /// the committers of paced calls (a commit the budget refuses must not count, or a
+    /// queue asking for each paced call would push the workspace into a flood and its
+    /// clients' own sends would be refused) and for the model's requests. An error when the
+    /// counter cannot be written (throttled, down, or refused).
+    pub async fn take(&self, workspace_id: u64, budget: Budget, units: u32, limit: u32) -> Result<bool, StoreError> {
+        let Some(room) = limit.checked_sub(units) else { return Ok(false) };
         let result = self
-            .raise(workspace_id, budget, self.second(), 1)
-            .condition_expression("attribute_not_exists(n) OR n < :limit")
-            .expression_attribute_values(":limit", n(limit))
+            .raise(workspace_id, budget, self.second(), units)
+            .condition_expression("attribute_not_exists(n) OR n <= :room")
+            .expression_attribute_values(":room", n(room))
             .send()
             .await;
         match result {

@@ -343,7 +343,13 @@ impl Directory {
     pub async fn take_send(&self, lookup: &Lookup, workspace_id: u64, default_limit: u32) -> Result<bool, StoreError> {
         let known = self.known_workspace(lookup, workspace_id);
         let limit = self.limit_of(known, workspace_id, default_limit).await;
-        self.limiter.take(workspace_id, Budget::Sends, limit).await
+        self.limiter.take(workspace_id, Budget::Sends, 1, limit).await
+    }
+
+    /// Takes `requests` to the policy's model of personal data from `workspace_id`'s budget
+    /// of `limit` a second, if it has room for them all ([`Limiter::take`]).
+    pub async fn take_model(&self, workspace_id: u64, requests: u32, limit: u32) -> Result<bool, StoreError> {
+        self.limiter.take(workspace_id, Budget::Model, requests, limit).await
     }
 
     /// The workspace's item from `lookup`, else from the cache.

@@ -175,7 +175,7 @@ async fn a_commit_takes_a_send_only_when_the_budget_has_room_and_a_refusal_count
     let t = Tables::new().await;
     let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
     next_second();
-    let taken = futures_util::future::join_all((0..6).map(|_| limiter.take(7, Budget::Sends, 3))).await;
+    let taken = futures_util::future::join_all((0..6).map(|_| limiter.take(7, Budget::Sends, 1, 3))).await;
     assert_eq!(taken.iter().filter(|t| matches!(t, Ok(true))).count(), 3, "{taken:?}");
     assert_eq!(taken.iter().filter(|t| matches!(t, Ok(false))).count(), 3, "{taken:?}");
     let second = SECOND.with(Cell::get);
@@ -191,7 +191,24 @@ async fn a_commit_takes_a_send_only_when_the_budget_has_room_and_a_refusal_count
     let n = counter.item.unwrap()["n"].as_n().unwrap().clone();
     assert_eq!(n, "3", "the refused takes added nothing: a queue asking for each paced call cannot flood");
     next_second();
-    assert!(limiter.take(7, Budget::Sends, 3).await.unwrap(), "a new second has room again");
+    assert!(limiter.take(7, Budget::Sends, 1, 3).await.unwrap(), "a new second has room again");
+    t.delete().await;
+}
+
+/// The model's requests are taken all at once: a call needing three takes three or none.
+#[tokio::test]
+async fn the_models_requests_are_taken_whole_from_a_budget_of_their_own() {
+    let t = Tables::new().await;
+    let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
+    next_second();
+    assert!(limiter.take(7, Budget::Model, 3, 5).await.unwrap());
+    assert!(!limiter.take(7, Budget::Model, 3, 5).await.unwrap(), "3 more would make 6 of 5");
+    assert!(limiter.take(7, Budget::Model, 2, 5).await.unwrap(), "2 more make 5");
+    assert!(!limiter.take(7, Budget::Model, 1, 5).await.unwrap());
+    assert!(!limiter.take(8, Budget::Model, 6, 5).await.unwrap(), "more than the whole budget: never");
+    assert!(limiter.take(7, Budget::Sends, 1, 5).await.unwrap(), "sends have a budget apart");
+    next_second();
+    assert!(limiter.take(7, Budget::Model, 5, 5).await.unwrap(), "a new second has room again");
     t.delete().await;
 }
 
@@ -205,9 +222,9 @@ async fn a_counter_that_cannot_be_written_is_an_error_not_a_refusal() {
     let limiter = Limiter::with_clock(t.client.clone(), &t.directory, held_clock);
     next_second();
     t.fault(serde_json::json!({"op": "UpdateItem", "fault": "invalid", "table": t.directory, "times": 1}));
-    assert!(limiter.take(7, Budget::Sends, 3).await.is_err(), "a refused counter is an error");
+    assert!(limiter.take(7, Budget::Sends, 1, 3).await.is_err(), "a refused counter is an error");
     t.fault(serde_json::json!({"op": "UpdateItem", "fault": "throttle", "table": t.directory, "times": 4}));
-    assert!(limiter.take(7, Budget::Sends, 3).await.is_err(), "a throttled counter is an error");
-    assert!(limiter.take(7, Budget::Sends, 3).await.unwrap(), "and a counter that answers has room");
+    assert!(limiter.take(7, Budget::Sends, 1, 3).await.is_err(), "a throttled counter is an error");
+    assert!(limiter.take(7, Budget::Sends, 1, 3).await.unwrap(), "and a counter that answers has room");
     t.delete().await;
 }

@@ -195,12 +195,15 @@ fn functions_have_least_privilege_iam() {
             .collect();
         assert_eq!(directory_writes.len(), 1, "{function}: {directory_writes:?}");
         assert_eq!(directory_writes[0]["Action"], serde_json::json!(["dynamodb:UpdateItem"]));
-        // Senders count sends (RATE#…), readers and the eraser reads (READS#…): each only
-        // its own budget's counters (a reader bound to RATE#… had every count refused).
-        let counters = if senders.contains(&function) { "RATE#*" } else { "READS#*" };
+        // Senders count sends (RATE#…) and their model's requests (MODEL#…), readers and
+        // the eraser reads (READS#…): each only its own budgets' counters (a reader bound to
+        // RATE#… had every count refused).
+        let counters = match senders.contains(&function) {
+            true => serde_json::json!(["RATE#*", "MODEL#*"]),
+            false => serde_json::json!(["READS#*"]),
+        };
         assert_eq!(
-            directory_writes[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
-            serde_json::json!([counters]),
+            directory_writes[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"], counters,
             "{function}: directory writes not bound to its budget's counters"
         );
     }
