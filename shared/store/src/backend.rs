@@ -183,10 +183,14 @@ impl Backend {
     ) -> Result<RetentionSweep, crate::calls::StoreError> {
         let mut sweep = RetentionSweep::default();
         let mut workspaces = self.directory().retention_policies().await?;
-        // Each run starts at another workspace (by the minute), so one with a long history
-        // to erase does not hold the others off run after run.
+        // Each run starts at a workspace drawn at random, so one with a long history to
+        // erase does not hold the others off run after run. (By the minute, every run of a
+        // 15-minute schedule started at the same one of 3, 5 or 15 workspaces: a reviewer's
+        // find.)
         if !workspaces.is_empty() {
-            let start = (now_ms / 60_000) as usize % workspaces.len();
+            use std::hash::BuildHasher;
+            let drawn = std::collections::hash_map::RandomState::new().hash_one(now_ms);
+            let start = (drawn % workspaces.len() as u64) as usize;
             workspaces.rotate_left(start);
         }
         for (workspace_id, policy) in workspaces {

@@ -97,7 +97,50 @@ impl Backend {
             .await?;
         progress.rewritten += again;
         progress.failed += failed;
+        if !progress.unfinished {
+            let late = self.sweep_raw_late(workspace_id, cutoff, now_ms, deadline).await?;
+            progress.rewritten += late.rewritten;
+            progress.failed += late.failed;
+            progress.unfinished = late.unfinished;
+        }
         Ok(progress)
+    }
+
+    /// The raw sweep's passes go over the calls by their start (`listed_ms`), each from
+    /// where the last ended: a call sent after they went by its start (a backfill of calls
+    /// more than `raw_retention_days` old) is never in one. So once a day a pass goes over
+    /// every call listed before `cutoff`, and removes the raw bodies of those created since
+    /// the last such pass's cutoff and before this one (a call created before that was
+    /// there for the last pass to see, due or not yet due and so in this range). Costs a
+    /// listing of the workspace's calls a day (a read unit per 20 or so calls) and one
+    /// Query per call in the range.
+    async fn sweep_raw_late(
+        &self,
+        workspace_id: u64,
+        cutoff: u64,
+        now_ms: u64,
+        deadline: Instant,
+    ) -> Result<Progress, StoreError> {
+        let store = self.store();
+        let mut walk = store.walk(Kind::RawLate, workspace_id).await?.unwrap_or_default();
+        if walk.target.is_none() {
+            // `done_to`: the last finished pass's cutoff (0: never run).
+            let last = walk.done_to;
+            if last != 0 && cutoff < last.saturating_add(self.config.retention_day_ms) {
+                return Ok(Progress::default());
+            }
+            walk = Walk { target: Some(cutoff), note: last.to_string(), count: walk.count, ..Walk::default() };
+        }
+        let (from, target) = (walk.note.parse::<u64>().unwrap_or(0), walk.target.unwrap_or(cutoff));
+        let change = Change::DropRaw { at_ms: now_ms };
+        self.walk(Kind::RawLate, workspace_id, walk, deadline, move |call| async move {
+            if call.created_at < from || call.created_at >= target {
+                return Ok(Step::Done { rewritten: 0, erased: 0 });
+            }
+            let done = store.rewrite_call(workspace_id, &call.call_id, call.id, change).await?;
+            Ok(Step::Done { rewritten: done.items, erased: 0 })
+        })
+        .await
     }
 
     /// Applies `workspace_id`'s policy (as it is now) to every call it stored: a call past

@@ -73,3 +73,51 @@ async fn calls_past_retention_are_erased_with_their_frames_and_nothing_else() {
     assert_eq!((sweep.workspaces, sweep.erased), (0, 0), "{sweep:?}");
     f.t.delete().await;
 }
+
+/// A call sent long after it started (a backfill) is listed by its start, below where the
+/// raw sweep's passes stand: the daily pass over every call finds it (a day of one second
+/// here, `RETENTION_DAY_SECONDS`). Without that pass its raw body was kept for ever.
+#[tokio::test]
+async fn a_backfilled_call_loses_its_raw_body_too() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[("RATE_LIMIT_PER_SECOND", "1000"), ("RETENTION_DAY_SECONDS", "1")])
+        .await;
+    let d = f.backend.directory();
+    d.set_policy(1, Policy { raw_retention_days: Some(1), ..Policy::default() }, None).await.unwrap();
+    let post = |call_id: &str, start_ms: Option<u64>| {
+        let mut body = create_call_body(call_id);
+        if let Some(start) = start_ms {
+            body["start_timestamp"] = json!(start);
+            body["end_timestamp"] = json!(start + 42_000);
+        }
+        let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+        let request = request(Operation::CreateCall, Some(&f.key1), &q, &body);
+        let backend = &f.backend;
+        async move { send(backend, Operation::CreateCall, request).await }
+    };
+    let store = f.backend.store();
+    let removed = |call_id: &'static str| async move {
+        let head = store.raw_head(1, call_id).await.unwrap().expect("stored");
+        head.contains_key(call_ingest_store::calls::rewrite::RAW_REMOVED_AT)
+    };
+    let sweep = || async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        f.backend.sweep_retention(call_ingest_store::calls::now_ms(), deadline).await.unwrap()
+    };
+    let day = || tokio::time::sleep(Duration::from_millis(1_100));
+
+    // A call of today: past its day, the sweep's pass removes its raw body.
+    assert_eq!(post("today", Some(call_ingest_store::calls::now_ms())).await.status, 201);
+    day().await;
+    let first = sweep().await;
+    assert!(removed("today").await, "{first:?}");
+
+    // A call that started a year ago, sent now: below every pass's start.
+    assert_eq!(post("backfilled", None).await.status, 201);
+    day().await;
+    sweep().await;
+    day().await;
+    let later = sweep().await;
+    assert!(removed("backfilled").await, "the daily pass removed it: {later:?}");
+    assert!(f.backend.store().get_call(1, "backfilled", false).await.unwrap().is_some(), "the call still reads");
+    f.t.delete().await;
+}
