@@ -11,7 +11,7 @@ import string
 import time
 
 from devstack.stack import request, wait_for
-from devstack.storage import every_object, found_stored
+from devstack.storage import aws, every_object, found_stored
 from devstack.webhook_clients import fixture, post, signed
 
 
@@ -527,23 +527,42 @@ def test_the_model_reads_words_alone_spares_a_replay_and_says_when_there_was_not
 
 def test_a_workspace_gets_at_most_its_budget_of_model_requests_a_second(stack):
     """Comprehend's quota is the account's: a workspace may make at most
-    PII_MODEL_REQUESTS_PER_SECOND (the local stack's: 5) requests a second. A call whose
-    turns take 6 (about 600 KB) never fits: stored at once with the rules alone, the model
-    never asked."""
+    PII_MODEL_REQUESTS_PER_SECOND (the local stack's: 5) requests a second, counted across
+    every instance (MODEL#<workspace>#<second> in the directory). With the seconds ahead
+    spent (as other calls of the workspace would spend them), a call is stored at once with
+    the rules alone and the model is never asked; a call whose turns take 6 requests (about
+    600 KB), more than the whole budget, is read in a second of its own."""
     t = Tenant(stack, "privacy-model-budget", "--storage", "redacted", "--pii-model", "aws_comprehend")
-    body = named_call("model-budget")
+    ddb = aws(stack, "dynamodb")
+    now = int(time.time())
+    for second in range(now, now + 20):
+        ddb.put_item(TableName=stack.env["DIRECTORY_TABLE"], Item={
+            "pk": {"S": f"MODEL#{t.ws}#{second}"}, "sk": {"S": "RATE"}, "n": {"N": "5"},
+            "expires_at": {"N": str(second + 120)}})
+    rule = observing_the_model(stack)
+    try:
+        assert t.post_b(named_call("model-budget")).status == 201
+        assert fired(stack, rule) == 0, "the budget spent: not asked"
+    finally:
+        stack.faults.clear()
+    doc = t.read("model-budget").body["document"]
+    assert doc["redaction"] == {"model": "unavailable"}, doc.get("redaction")
+    assert doc["call"]["transcript_with_tool_calls"][2]["text"] == "call me on [PHONE_NUMBER]"
+    assert "Okafor" in json.dumps(doc), "the rules alone"
+
+    other = Tenant(stack, "privacy-model-budget-long", "--storage", "redacted", "--pii-model", "aws_comprehend")
+    body = named_call("model-budget-long")
     filler = [{"role": "agent", "text": "let me check that for you " * 40, "start_ms": 10_000 + i, "end_ms": 10_001 + i}
               for i in range(560)]
     body["transcript_with_tool_calls"] = filler + body["transcript_with_tool_calls"][1:3]
     rule = observing_the_model(stack)
     try:
-        assert t.post_b(body).status == 201
-        assert fired(stack, rule) == 0, "over the budget: not asked"
+        assert other.post_b(body).status == 201
+        assert fired(stack, rule) == 6
     finally:
         stack.faults.clear()
-    doc = t.read("model-budget").body["document"]
-    assert doc["redaction"] == {"model": "unavailable"}, doc.get("redaction")
-    assert doc["call"]["transcript_with_tool_calls"][-1]["text"] == "call me on [PHONE_NUMBER]"
+    doc = other.read("model-budget-long").body["document"]
+    assert doc["redaction"] == {"model": "aws_comprehend"}, doc.get("redaction")
 
 
 def test_apply_policy_resumed_under_a_stricter_policy_starts_again(stack):

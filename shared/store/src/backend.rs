@@ -109,7 +109,8 @@ impl Backend {
             };
             let frames = Frames::new(s3, self.config.frames_bucket.clone());
             Tables {
-                store: Store::new(client.clone(), frames, self.config.calls_table.clone(), self.config.id_block_size),
+                store: Store::new(client.clone(), frames, self.config.calls_table.clone(), self.config.id_block_size)
+                    .with_day_ms(self.config.retention_day_ms),
                 directory: Directory::new(client, self.config.directory_table.clone(), self.config.cache_ttl),
             }
         })

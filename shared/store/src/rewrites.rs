@@ -77,6 +77,13 @@ impl Backend {
             }
         }
         let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day_ms);
+        // Calls created late, below where the passes stand.
+        let late = self.sweep_raw_late(workspace_id, cutoff, now_ms, deadline).await?;
+        again += late.rewritten;
+        failed += late.failed;
+        if late.unfinished {
+            return Ok(Progress { rewritten: again, failed, unfinished: true, ..Progress::default() });
+        }
         let mut walk = store.walk(Kind::RawRetention, workspace_id).await?.unwrap_or_default();
         if walk.target.is_none() {
             if cutoff <= walk.done_to {
@@ -97,23 +104,14 @@ impl Backend {
             .await?;
         progress.rewritten += again;
         progress.failed += failed;
-        if !progress.unfinished {
-            let late = self.sweep_raw_late(workspace_id, cutoff, now_ms, deadline).await?;
-            progress.rewritten += late.rewritten;
-            progress.failed += late.failed;
-            progress.unfinished = late.unfinished;
-        }
         Ok(progress)
     }
 
-    /// The raw sweep's passes go over the calls by their start (`listed_ms`), each from
-    /// where the last ended: a call sent after they went by its start (a backfill of calls
-    /// more than `raw_retention_days` old) is never in one. So once a day a pass goes over
-    /// every call listed before `cutoff`, and removes the raw bodies of those created since
-    /// the last such pass's cutoff and before this one (a call created before that was
-    /// there for the last pass to see, due or not yet due and so in this range). Costs a
-    /// listing of the workspace's calls a day (a read unit per 20 or so calls) and one
-    /// Query per call in the range.
+    /// Removes the raw bodies of the calls created late (a day or more after they started:
+    /// backfills, held reports, pending copies committed after an outage) whose raw is due:
+    /// the passes go by the calls' start and may have gone by theirs before they existed.
+    /// Each was noted when it was created (`rewrite::raw_late_pk`); the due ones are read a
+    /// page at a time, oldest first, and each note deleted once its call is done.
     async fn sweep_raw_late(
         &self,
         workspace_id: u64,
@@ -122,25 +120,43 @@ impl Backend {
         deadline: Instant,
     ) -> Result<Progress, StoreError> {
         let store = self.store();
-        let mut walk = store.walk(Kind::RawLate, workspace_id).await?.unwrap_or_default();
-        if walk.target.is_none() {
-            // `done_to`: the last finished pass's cutoff (0: never run).
-            let last = walk.done_to;
-            if last != 0 && cutoff < last.saturating_add(self.config.retention_day_ms) {
-                return Ok(Progress::default());
-            }
-            walk = Walk { target: Some(cutoff), note: last.to_string(), count: walk.count, ..Walk::default() };
-        }
-        let (from, target) = (walk.note.parse::<u64>().unwrap_or(0), walk.target.unwrap_or(cutoff));
         let change = Change::DropRaw { at_ms: now_ms };
-        self.walk(Kind::RawLate, workspace_id, walk, deadline, move |call| async move {
-            if call.created_at < from || call.created_at >= target {
-                return Ok(Step::Done { rewritten: 0, erased: 0 });
+        let mut progress = Progress::default();
+        let mut after = None;
+        loop {
+            let notes = store.raw_late(workspace_id, cutoff, after.as_ref()).await?;
+            let Some(last) = notes.last().cloned() else { return Ok(progress) };
+            let done: Vec<Result<usize, StoreError>> = futures_util::stream::iter(notes.iter())
+                .map(|late| async move {
+                    let mut items = 0;
+                    for id in &late.ids {
+                        items += store.rewrite_call(workspace_id, &late.call_id, *id, change).await?.items;
+                    }
+                    store.settle_raw_late(workspace_id, late).await?;
+                    Ok(items)
+                })
+                .buffered(RETENTION_PARALLEL)
+                .collect()
+                .await;
+            for one in done {
+                match one {
+                    Ok(items) => {
+                        progress.calls += 1;
+                        progress.rewritten += items;
+                    }
+                    Err(e) => {
+                        progress.failed += 1;
+                        tracing::warn!(workspace_id, error = %e, "a call created late not rewritten yet");
+                    }
+                }
             }
-            let done = store.rewrite_call(workspace_id, &call.call_id, call.id, change).await?;
-            Ok(Step::Done { rewritten: done.items, erased: 0 })
-        })
-        .await
+            // A note that failed stays: the next run tries it again.
+            if Instant::now() >= deadline {
+                progress.unfinished = true;
+                return Ok(progress);
+            }
+            after = Some(last);
+        }
     }
 
     /// Applies `workspace_id`'s policy (as it is now) to every call it stored: a call past

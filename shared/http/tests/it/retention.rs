@@ -75,8 +75,9 @@ async fn calls_past_retention_are_erased_with_their_frames_and_nothing_else() {
 }
 
 /// A call sent long after it started (a backfill) is listed by its start, below where the
-/// raw sweep's passes stand: the daily pass over every call finds it (a day of one second
-/// here, `RETENTION_DAY_SECONDS`). Without that pass its raw body was kept for ever.
+/// raw sweep's passes stand: it is noted when it is created (`RAWLATE#…`), and the sweep
+/// removes its raw body once due (a day of one second here, `RETENTION_DAY_SECONDS`).
+/// Without the note its raw body was kept for ever; a call of today gets no note.
 #[tokio::test]
 async fn a_backfilled_call_loses_its_raw_body_too() {
     let f = two_workspaces(Scopes::DEFAULT, &[], &[("RATE_LIMIT_PER_SECOND", "1000"), ("RETENTION_DAY_SECONDS", "1")])
@@ -99,25 +100,31 @@ async fn a_backfilled_call_loses_its_raw_body_too() {
         let head = store.raw_head(1, call_id).await.unwrap().expect("stored");
         head.contains_key(call_ingest_store::calls::rewrite::RAW_REMOVED_AT)
     };
+    let notes = || async {
+        let far = call_ingest_store::calls::now_ms() + 1_000_000;
+        store.raw_late(1, far, None).await.unwrap().into_iter().map(|n| n.call_id).collect::<Vec<_>>()
+    };
     let sweep = || async {
         let deadline = Instant::now() + Duration::from_secs(20);
         f.backend.sweep_retention(call_ingest_store::calls::now_ms(), deadline).await.unwrap()
     };
     let day = || tokio::time::sleep(Duration::from_millis(1_100));
 
-    // A call of today: past its day, the sweep's pass removes its raw body.
+    // A call of today: no note; past its day, the sweep's pass removes its raw body.
     assert_eq!(post("today", Some(call_ingest_store::calls::now_ms())).await.status, 201);
+    assert!(notes().await.is_empty());
     day().await;
     let first = sweep().await;
     assert!(removed("today").await, "{first:?}");
 
-    // A call that started a year ago, sent now: below every pass's start.
+    // A call that started a year ago, sent now: below every pass's start, but noted.
     assert_eq!(post("backfilled", None).await.status, 201);
-    day().await;
-    sweep().await;
+    assert_eq!(notes().await, ["backfilled"]);
+    assert!(!removed("backfilled").await);
     day().await;
     let later = sweep().await;
-    assert!(removed("backfilled").await, "the daily pass removed it: {later:?}");
+    assert!(removed("backfilled").await, "the note's call is done: {later:?}");
+    assert!(notes().await.is_empty(), "and its note settled");
     assert!(f.backend.store().get_call(1, "backfilled", false).await.unwrap().is_some(), "the call still reads");
     f.t.delete().await;
 }

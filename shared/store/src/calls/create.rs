@@ -37,7 +37,17 @@ impl Store {
         id: u64,
         tombstone: Option<&Item>,
     ) -> Result<Creation, StoreError> {
-        let mut head = sub.head(id, 1, &sub.made_at());
+        // Created a day or more after it started (or was first received): the raw sweep's
+        // passes may have gone by it already, so it is noted for the sweep first.
+        let made_at = sub.made_at();
+        let created_at = made_at.as_n().ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(sub.received_ms);
+        let listed = sub.listed_ms().unwrap_or(created_at).min(created_at);
+        if super::now_ms().saturating_sub(listed) >= self.day_ms {
+            if let Some((workspace_id, call_id)) = super::item::parse_call_pk(&sub.pk) {
+                self.note_raw_late(workspace_id, call_id, id, created_at).await?;
+            }
+        }
+        let mut head = sub.head(id, 1, &made_at);
         let mut put = Put::builder().table_name(&self.table).condition_expression(ON_NOTHING);
         if let Some(tombstone) = tombstone {
             // The pending copies noted as committed into the erased call stay committed

@@ -20,7 +20,7 @@
 pub mod codec;
 mod create;
 mod erase;
-mod error;
+pub(crate) mod error;
 pub mod frames;
 pub mod held;
 pub mod ids;
@@ -173,6 +173,9 @@ pub struct Store {
     commit_memory: pending::CommitMemory,
     /// The metadata of held reports this instance has read.
     held_index: held::HeldIndex,
+    /// A day's length (`RETENTION_DAY_SECONDS`): a call created this long or more after it
+    /// started is noted for the raw sweep (`rewrite::raw_late_pk`).
+    day_ms: u64,
 }
 
 impl Store {
@@ -185,7 +188,14 @@ impl Store {
             ids: IdBlocks::new(id_block_size),
             commit_memory,
             held_index: Default::default(),
+            day_ms: 86_400_000,
         }
+    }
+
+    /// This store with days of `day_ms` (the local stack shortens them).
+    pub fn with_day_ms(mut self, day_ms: u64) -> Self {
+        self.day_ms = day_ms;
+        self
     }
 
     /// The frames' bucket.
@@ -908,7 +918,12 @@ fn random_u32() -> u32 {
 
 /// `bytes` random bytes as hex.
 pub fn random_hex(bytes: usize) -> Result<String, StoreError> {
+    Ok(call_ingest_core::call::hex(&random_bytes(bytes)?))
+}
+
+/// `bytes` random bytes from the operating system (secrets).
+pub fn random_bytes(bytes: usize) -> Result<Vec<u8>, StoreError> {
     let mut b = vec![0u8; bytes];
     getrandom::getrandom(&mut b).map_err(|e| StoreError::Internal(format!("no randomness: {e}")))?;
-    Ok(call_ingest_core::call::hex(&b))
+    Ok(b)
 }

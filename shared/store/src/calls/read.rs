@@ -436,9 +436,10 @@ impl Store {
     }
 
     /// Whether the head of `call_id` holds content of this `digest` (its identity as sent):
-    /// a replay of what the call stores. One eventually consistent read of two small
-    /// attributes; for sparing work a replay does not need (the model of personal data),
-    /// never for deciding what is stored.
+    /// a replay of what the call stores. One consistent read of a few small attributes
+    /// (a head read stale, or being erased, is not one: a send then may well be stored); for
+    /// sparing work a replay does not need (the model of personal data), never for deciding
+    /// what is stored.
     pub async fn holds_digest(&self, workspace_id: u64, call_id: &str, digest: &str) -> Result<bool, StoreError> {
         let out = self
             .client
@@ -446,14 +447,17 @@ impl Store {
             .table_name(&self.table)
             .key("pk", s(call_pk(workspace_id, call_id)))
             .key("sk", s(super::item::HEAD))
-            .projection_expression("#d, #s")
+            .consistent_read(true)
+            .projection_expression("#d, #s, #id, #erasing")
             .expression_attribute_names("#d", "digest")
             .expression_attribute_names("#s", super::item::DIGEST_SENT)
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#erasing", super::item::ERASING)
             .send()
             .await
             .map_err(StoreError::from_sdk)?;
-        let held = |name: &str| out.item.as_ref().and_then(|item| get_s(item, name)) == Some(digest);
-        Ok(held("digest") || held(super::item::DIGEST_SENT))
+        let Some(head) = out.item.filter(|h| h.contains_key("id") && !is_erasing(h)) else { return Ok(false) };
+        Ok([get_s(&head, "digest"), get_s(&head, super::item::DIGEST_SENT)].contains(&Some(digest)))
     }
 
     /// The raw item at the head's key, a tombstone included (for tests and tools that

@@ -52,6 +52,27 @@ pub fn raw_due_pk(workspace_id: u64) -> String {
     format!("RAWDUE#{workspace_id}")
 }
 
+/// The partition of the notes of calls created late: committed a day or more after they
+/// started (a backfill, a report held for want of its agent, a pending copy committed after
+/// an outage). The raw sweep's passes go by the calls' start and may have gone by it before
+/// the call existed, so the sweep reads these notes instead, each once the call's raw is due
+/// ([`Store::raw_late`]). Sort key `<created_at, 20 digits>#<call id>`: the due ones are a
+/// range.
+pub fn raw_late_pk(workspace_id: u64) -> String {
+    format!("RAWLATE#{workspace_id}")
+}
+
+/// A call created late, noted for the raw sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawLate {
+    pub call_id: String,
+    /// The internal ids created under this provider call id at this time (two creations
+    /// that raced: one of them is the call).
+    pub ids: Vec<u64>,
+    sk: String,
+    listed: Vec<String>,
+}
+
 /// A call noted as holding a raw body again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawDue {
@@ -323,6 +344,89 @@ impl Store {
                 })
             })
             .collect())
+    }
+
+    /// Notes call `id` (provider call id `call_id`) of `workspace_id`, created at
+    /// `created_at`, for the raw sweep ([`raw_late_pk`]). Written before the call is created,
+    /// so no call created late lacks one; a creation that then loses leaves a note the sweep
+    /// finds nothing for.
+    pub(super) async fn note_raw_late(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        id: u64,
+        created_at: u64,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(raw_late_pk(workspace_id)))
+            .key("sk", s(format!("{created_at:020}#{call_id}")))
+            .update_expression("ADD ids :id SET call_id = :call")
+            .expression_attribute_values(":id", aws_sdk_dynamodb::types::AttributeValue::Ns(vec![id.to_string()]))
+            .expression_attribute_values(":call", s(call_id))
+            .send()
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(())
+    }
+
+    /// Up to a page of `workspace_id`'s calls created late and before `cutoff` (their raw is
+    /// due), oldest first, after `after` (the last of the page before).
+    pub async fn raw_late(
+        &self,
+        workspace_id: u64,
+        cutoff: u64,
+        after: Option<&RawLate>,
+    ) -> Result<Vec<RawLate>, StoreError> {
+        let pk = raw_late_pk(workspace_id);
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk < :cutoff")
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":cutoff", s(format!("{cutoff:020}")))
+            .limit(100);
+        if let Some(last) = after {
+            query = query.exclusive_start_key("pk", s(&pk)).exclusive_start_key("sk", s(&last.sk));
+        }
+        let out = query.send().await.map_err(StoreError::from_sdk)?;
+        Ok(out
+            .items()
+            .iter()
+            .filter_map(|i| {
+                let listed = match i.get("ids") {
+                    Some(aws_sdk_dynamodb::types::AttributeValue::Ns(ids)) => ids.clone(),
+                    _ => Vec::new(),
+                };
+                Some(RawLate {
+                    call_id: get_s(i, "call_id")?.to_owned(),
+                    ids: listed.iter().filter_map(|id| id.parse().ok()).collect(),
+                    sk: get_s(i, "sk")?.to_owned(),
+                    listed,
+                })
+            })
+            .collect())
+    }
+
+    /// Deletes `late`'s note unless another id was added to it meanwhile.
+    pub async fn settle_raw_late(&self, workspace_id: u64, late: &RawLate) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(raw_late_pk(workspace_id)))
+            .key("sk", s(&late.sk))
+            .condition_expression("ids = :ids")
+            .expression_attribute_values(":ids", aws_sdk_dynamodb::types::AttributeValue::Ns(late.listed.clone()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
     }
 
     /// Deletes `due`'s note unless a later revision wrote it again meanwhile.

@@ -220,6 +220,11 @@ impl Submission {
     pub fn made_at(&self) -> AttributeValue {
         self.attributes.get("updated_at").cloned().unwrap_or_else(|| n(now_ms()))
     }
+
+    /// When the call started, if it says (what the listing sorts it by).
+    pub fn listed_ms(&self) -> Option<u64> {
+        self.attributes.get("listed_ms").and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok())
+    }
 }
 
 /// On a head or revision from a provider's webhook: `<provider>:<stage>` of its event

@@ -12,9 +12,6 @@ use super::{Store, StoreError};
 pub enum Kind {
     /// Raw bodies past `raw_retention_days` removed (`Backend::sweep_raw`).
     RawRetention,
-    /// The raw sweep's daily pass over every call, for calls sent after the sweep's passes
-    /// went by their start (`Backend::sweep_raw`: backfills).
-    RawLate,
     /// A policy applied to the stored calls (`Backend::apply_policy`).
     ApplyPolicy,
 }
@@ -23,7 +20,6 @@ impl Kind {
     fn pk(self, workspace_id: u64) -> String {
         let kind = match self {
             Kind::RawRetention => "RAW",
-            Kind::RawLate => "RAWLATE",
             Kind::ApplyPolicy => "APPLY",
         };
         format!("WALK#{kind}#{workspace_id}")

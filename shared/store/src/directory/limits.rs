@@ -182,19 +182,21 @@ impl Limiter {
     }
 
     /// Takes `units` of `workspace_id`'s `budget` in this second only if the budget has room
-    /// for them all (`limit`): a conditional write that adds nothing when it has not. For
-    /// the committers of paced calls (a commit the budget refuses must not count, or a
-    /// queue asking for each paced call would push the workspace into a flood and its
+    /// for them all (`limit`): a conditional write that adds nothing when it has not; more
+    /// units than the whole budget are taken only by a second nobody has used yet (and fill
+    /// it). For the committers of paced calls (a commit the budget refuses must not count,
+    /// or a queue asking for each paced call would push the workspace into a flood and its
     /// clients' own sends would be refused) and for the model's requests. An error when the
     /// counter cannot be written (throttled, down, or refused).
     pub async fn take(&self, workspace_id: u64, budget: Budget, units: u32, limit: u32) -> Result<bool, StoreError> {
-        let Some(room) = limit.checked_sub(units) else { return Ok(false) };
-        let result = self
-            .raise(workspace_id, budget, self.second(), units)
-            .condition_expression("attribute_not_exists(n) OR n <= :room")
-            .expression_attribute_values(":room", n(room))
-            .send()
-            .await;
+        let raise = self.raise(workspace_id, budget, self.second(), units);
+        let raise = match limit.checked_sub(units) {
+            Some(room) => raise
+                .condition_expression("attribute_not_exists(n) OR n <= :room")
+                .expression_attribute_values(":room", n(room)),
+            None => raise.condition_expression("attribute_not_exists(n)"),
+        };
+        let result = raise.send().await;
         match result {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),

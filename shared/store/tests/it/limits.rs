@@ -195,7 +195,8 @@ async fn a_commit_takes_a_send_only_when_the_budget_has_room_and_a_refusal_count
     t.delete().await;
 }
 
-/// The model's requests are taken all at once: a call needing three takes three or none.
+/// The model's requests are taken all at once: a call needing three takes three or none; a
+/// call needing more than the budget takes a whole unused second.
 #[tokio::test]
 async fn the_models_requests_are_taken_whole_from_a_budget_of_their_own() {
     let t = Tables::new().await;
@@ -205,8 +206,11 @@ async fn the_models_requests_are_taken_whole_from_a_budget_of_their_own() {
     assert!(!limiter.take(7, Budget::Model, 3, 5).await.unwrap(), "3 more would make 6 of 5");
     assert!(limiter.take(7, Budget::Model, 2, 5).await.unwrap(), "2 more make 5");
     assert!(!limiter.take(7, Budget::Model, 1, 5).await.unwrap());
-    assert!(!limiter.take(8, Budget::Model, 6, 5).await.unwrap(), "more than the whole budget: never");
     assert!(limiter.take(7, Budget::Sends, 1, 5).await.unwrap(), "sends have a budget apart");
+    // More than the whole budget: only a second nobody has used, which it fills.
+    assert!(!limiter.take(7, Budget::Model, 6, 5).await.unwrap(), "this second is used");
+    assert!(limiter.take(8, Budget::Model, 6, 5).await.unwrap(), "workspace 8's is not");
+    assert!(!limiter.take(8, Budget::Model, 1, 5).await.unwrap(), "and is full");
     next_second();
     assert!(limiter.take(7, Budget::Model, 5, 5).await.unwrap(), "a new second has room again");
     t.delete().await;

@@ -236,10 +236,14 @@ fn functions_have_least_privilege_iam() {
                 Some([k]) if k == "COUNTER" && actions == ["dynamodb:UpdateItem"] && senders.contains(function) => {}
                 // A revision notes a call holding a raw body again after its raw retention;
                 // the raw sweep deletes the note.
-                Some([k])
-                    if k == "RAWDUE#*"
-                        && (actions == ["dynamodb:PutItem"]
-                            || *function == "EraseCallFunction" && actions == ["dynamodb:DeleteItem"]) => {}
+                Some([k]) if k == "RAWDUE#*" && actions == ["dynamodb:PutItem"] => {}
+                // A call created late is noted for the raw sweep (RAWLATE#…).
+                Some([k]) if k == "RAWLATE#*" && actions == ["dynamodb:UpdateItem"] => {}
+                Some([a, b])
+                    if *function == "EraseCallFunction"
+                        && *a == "RAWDUE#*"
+                        && *b == "RAWLATE#*"
+                        && actions == ["dynamodb:DeleteItem"] => {}
                 // Where the raw-retention sweep stands, per workspace (`calls::walk`).
                 Some([k])
                     if k == "WALK#*"
@@ -411,8 +415,10 @@ fn frames_are_reached_least_privilege_and_the_bucket_is_private() {
             let allowed = [
                 serde_json::json!(["CALL#*"]),
                 serde_json::json!(["COUNTER"]),
-                // A call revised after its raw retention, noted for the raw sweep.
+                // A call revised after its raw retention, or created late, noted for the
+                // raw sweep.
                 serde_json::json!(["RAWDUE#*"]),
+                serde_json::json!(["RAWLATE#*"]),
                 // Trace batches indexed: a trace's item; its keys' entries, the unjoined list,
                 // the traces of a day, written and (only these) deleted.
                 serde_json::json!(["TRACE#*"]),
