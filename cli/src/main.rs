@@ -18,7 +18,7 @@ use call_ingest_store::config::{self, Config};
 use call_ingest_store::Backend;
 use clap::{Parser, Subcommand};
 
-use commands::{agent, call, key, session, tables, traces, webhook, workspace};
+use commands::{agent, call, endpoint, key, session, tables, traces, webhook, workspace};
 use output::Output;
 
 /// Operator CLI for call-ingest.
@@ -55,6 +55,10 @@ enum Noun {
     /// Webhook hooks: where Vapi, Retell or ElevenLabs post their calls.
     #[command(subcommand)]
     Webhook(webhook::Command),
+    /// Event endpoints: where a workspace's call.stored, call.revised and call.erased
+    /// events are sent (Standard Webhooks).
+    #[command(subcommand)]
+    Endpoint(endpoint::Command),
     /// OpenTelemetry traces sent to /otel/v1/traces.
     #[command(subcommand)]
     Traces(traces::Command),
@@ -113,6 +117,7 @@ async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
         Noun::Session(c) => c.run(&backend, out).await,
         Noun::Call(c) => c.run(&backend, out).await,
         Noun::Webhook(c) => c.run(&backend, out).await,
+        Noun::Endpoint(c) => c.run(&backend, out).await,
         Noun::Traces(c) => c.run(&backend, out).await,
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod call;
+pub mod endpoint;
 pub mod key;
 pub mod session;
 pub mod tables;

@@ -97,7 +97,7 @@ pub enum Command {
 }
 
 /// `90s`, `30m`, `12h`, `7d`: a rotation's overlap.
-fn overlap(text: &str) -> Result<Duration, String> {
+pub(crate) fn overlap(text: &str) -> Result<Duration, String> {
     let bad = || format!("{text:?} is not a duration such as 90s, 30m, 12h or 7d");
     let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?);
     let number: u64 = number.parse().map_err(|_| bad())?;

@@ -11,11 +11,14 @@
 //!
 //! [`privacy`] applies a workspace's data policy to a document before it is stored.
 //!
+//! [`events`] signs the events sent to a workspace's endpoints and checks where those are.
+//!
 //! [`providers`] maps Vapi's, Retell's and ElevenLabs' own webhooks to operation B's record
 //! and checks their signatures; the record then takes B's path.
 
 pub mod api;
 pub mod call;
+pub mod events;
 pub mod normalize;
 pub mod privacy;
 pub mod providers;

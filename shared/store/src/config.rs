@@ -40,6 +40,9 @@ pub struct Config {
     /// (default 5, at most 1,000). Comprehend's quota is the account's: this keeps one
     /// workspace from spending it for all; past it, calls get the rules alone.
     pub model_rate_limit: u32,
+    /// `EVENTS_ALLOW_LOOPBACK`: event endpoints may be `http` to a loopback address (the
+    /// local stack's receivers). Only the local stack sets it; `template.yaml` never does.
+    pub events_allow_loopback: bool,
     /// `WARM_UP`: open the DynamoDB connection during init (default off).
     pub warm_up: bool,
     /// `LOG_FORMAT=json` for one JSON object per line (Lambda); otherwise readable text.
@@ -136,6 +139,7 @@ impl Config {
                 1,
                 MAX_LIMIT as u64,
             )? as u32,
+            events_allow_loopback: flag("EVENTS_ALLOW_LOOPBACK"),
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
             retention_day_ms: number("RETENTION_DAY_SECONDS", 86_400, 1, 86_400)? * 1000,

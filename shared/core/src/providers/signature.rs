@@ -196,7 +196,8 @@ fn matches(secrets: &[&[u8]], parts: &[&[u8]], digest: &[u8]) -> Result<(), Refu
     }
 }
 
-fn mac(key: &[u8]) -> Hmac<Sha256> {
+/// An HMAC-SHA256 keyed with `key` (also the events' signatures, `events::signing`).
+pub(crate) fn mac(key: &[u8]) -> Hmac<Sha256> {
     // HMAC takes a key of any length.
     <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC keys have no length limit"))
 }

@@ -9,6 +9,7 @@
 pub mod admin;
 mod cache;
 pub mod credentials;
+pub mod endpoints;
 pub mod hooks;
 pub mod item_keys;
 pub mod limits;

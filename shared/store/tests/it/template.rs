@@ -526,3 +526,11 @@ fn only_the_senders_may_detect_personal_data_and_only_that_has_every_resource() 
         assert_eq!(comprehend, usize::from(senders.contains(&name.as_str())), "{name}");
     }
 }
+
+/// Events out (issue 33): an endpoint may be http to loopback only where
+/// `EVENTS_ALLOW_LOOPBACK` is set, which the local stack alone does: never in AWS.
+#[test]
+fn loopback_endpoints_are_the_local_stacks_only() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
+    assert!(!text.contains("EVENTS_ALLOW_LOOPBACK"), "loopback endpoints are the local stack's only");
+}
