@@ -341,9 +341,20 @@ class _Order:
                 return False
         return t.precedes(h, later)
 
+    def may_beat(self, later, h):
+        """Whether the store may have put `later` above `h`: `beats`, or by receipt order
+        where the two requests overlap (each was received at some moment of its request, so
+        either may have been first: `make chaos` seed 50, a pending `call_analyzed` and a
+        Create Call at once, the analysis kept below the send, then `call_ended` above it)."""
+        if self.beats(later, h):
+            return True
+        if later.marker == h.marker or (_stage(later) and _stage(h)):
+            return False
+        return later.end is not None and h.end is not None and later.end > h.start and h.end > later.start
+
     def _closure(self):
-        """[indexes op k reaches along `beats`] (an op reaches itself)."""
-        edges = [[j for j, h in enumerate(self.ops) if self.beats(o, h)] for o in self.ops]
+        """[indexes op k reaches along `may_beat`] (an op reaches itself)."""
+        edges = [[j for j, h in enumerate(self.ops) if self.may_beat(o, h)] for o in self.ops]
         reach = []
         for k in range(len(self.ops)):
             seen, todo = {k}, [k]

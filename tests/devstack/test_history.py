@@ -196,6 +196,25 @@ def test_an_api_send_between_a_providers_stages_ties_all_three_and_any_may_be_cu
     assert rules(overlapping, state(rev(1, "a1", "ta"), rev(2, "y", "ty"), rev(3, "x", "tx"), rev(4, "e1", "te"))) == []
 
 
+def test_a_send_overlapping_a_pending_stage_may_be_ordered_either_way_round_the_loop():
+    # `make chaos` seed 50: call_analyzed accepted (pending) while a Create Call Y ran; the
+    # analysis, received first, was kept below Y; a later call_ended went above Y. The
+    # order of the two overlapping requests was the store's to choose, so the three go
+    # round: call_ended may be current.
+    analyzed = op("webhook_analyzed", "a1", 0, 1.2, 200, {"status": "accepted"})
+    y = revised("y", 0.7, 2.8)
+    ended = op("webhook_ended", "e1", 4, 4.2, 200, {"status": "accepted"})
+    first = created("m0", -2, -1)
+    ops = [first, analyzed, y, ended]
+    final = state(rev(1, "m0", "t0"), rev(2, "a1", "ta"), rev(3, "y", "ty"), rev(4, "e1", "te"))
+    assert rules(ops, final) == []
+    # Apart (the analysis answered before Y began), Y is above it for good and the loop
+    # still closes; without any send, call_ended stays below the analysis.
+    assert rules([first, analyzed, ended], state(rev(1, "m0", "t0"), rev(2, "e1", "te"), rev(3, "a1", "ta"))) == []
+    assert rules([first, analyzed, ended], state(rev(1, "m0", "t0"), rev(2, "a1", "ta"), rev(3, "e1", "te"))) == [
+        "current"]
+
+
 def test_an_api_send_after_both_stages_goes_round_nothing_and_must_be_current():
     analyzed = op("webhook_analyzed", "a1", 0, 1, 200, {"status": "stored"})
     ended = op("webhook_ended", "e1", 2, 3, 200, {"status": "revised"})

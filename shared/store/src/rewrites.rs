@@ -11,7 +11,7 @@ use call_ingest_core::privacy::{Policy, Storage};
 
 use crate::backend::{Backend, RETENTION_PARALLEL};
 use crate::calls::list::{CallSummary, Listing, MAX_PAGE};
-use crate::calls::rewrite::Change;
+use crate::calls::rewrite::{Change, LATE_NOTE_PATIENCE_MS};
 use crate::calls::walk::{Kind, Walk};
 use crate::calls::StoreError;
 
@@ -128,11 +128,18 @@ impl Backend {
             let Some(last) = notes.last().cloned() else { return Ok(progress) };
             let done: Vec<Result<usize, StoreError>> = futures_util::stream::iter(notes.iter())
                 .map(|late| async move {
-                    let mut items = 0;
+                    let (mut items, mut found) = (0, false);
                     for id in &late.ids {
-                        items += store.rewrite_call(workspace_id, &late.call_id, *id, change).await?.items;
+                        let done = store.rewrite_call(workspace_id, &late.call_id, *id, change).await?;
+                        items += done.items;
+                        found |= done.found;
                     }
-                    store.settle_raw_late(workspace_id, late).await?;
+                    // Its call not there (yet: the note is written before the head), and
+                    // noted lately: kept for a later run (a reviewer's find: settled now, a
+                    // head put just after would keep its raw body).
+                    if found || now_ms.saturating_sub(late.noted_at) > LATE_NOTE_PATIENCE_MS {
+                        store.settle_raw_late(workspace_id, late).await?;
+                    }
                     Ok(items)
                 })
                 .buffered(RETENTION_PARALLEL)

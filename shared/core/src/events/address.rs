@@ -79,15 +79,14 @@ fn refused_v6(ip: Ipv6Addr) -> Option<Refused> {
     match s {
         [0, 0, 0, 0, 0, 0, 0, 0] => Some(Refused::Unspecified),
         [0, 0, 0, 0, 0, 0, 0, 1] => Some(Refused::Loopback),
-        // IPv4-mapped (::ffff:a.b.c.d) and the old IPv4-compatible (::a.b.c.d): the IPv4
-        // address they carry decides; a public one is still refused in the compatible form,
-        // which no host uses.
+        // IPv4-mapped (::ffff:a.b.c.d): the IPv4 address it carries decides.
         [0, 0, 0, 0, 0, 0xffff, hi, lo] => embedded(hi, lo),
-        [0, 0, 0, 0, 0, 0, _, _] => Some(Refused::Reserved),
         // NAT64's well-known prefix (64:ff9b::/96) reaches the IPv4 address it carries.
         [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => embedded(hi, lo),
         // NAT64 for local use (64:ff9b:1::/48): a network's own translator.
         [0x64, 0xff9b, 1, ..] => Some(Refused::Tunnel),
+        // The rest of ::/8 (compatible, SIIT's ::ffff:0:a.b.c.d, unassigned): no public host.
+        [first, ..] if first < 0x0100 => Some(Refused::Reserved),
         // 6to4 (2002::/16) carries an IPv4 address in its next 32 bits.
         [0x2002, hi, lo, ..] => embedded(hi, lo),
         // Teredo (2001::/32) hides its IPv4 address (inverted): never reached.
@@ -139,6 +138,8 @@ mod tests {
             ("::ffff:169.254.169.254", Refused::Metadata),
             ("::127.0.0.1", Refused::Reserved),
             ("::8.8.8.8", Refused::Reserved),
+            ("::ffff:0:7f00:1", Refused::Reserved),
+            ("1::1", Refused::Reserved),
             ("64:ff9b::10.0.0.1", Refused::Private),
             ("64:ff9b::169.254.169.254", Refused::Metadata),
             ("64:ff9b:1::1", Refused::Tunnel),

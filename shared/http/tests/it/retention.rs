@@ -76,11 +76,11 @@ async fn calls_past_retention_are_erased_with_their_frames_and_nothing_else() {
 
 /// A call sent long after it started (a backfill) is listed by its start, below where the
 /// raw sweep's passes stand: it is noted when it is created (`RAWLATE#…`), and the sweep
-/// removes its raw body once due (a day of one second here, `RETENTION_DAY_SECONDS`).
+/// removes its raw body once due (a day of two seconds here, `RETENTION_DAY_SECONDS`).
 /// Without the note its raw body was kept for ever; a call of today gets no note.
 #[tokio::test]
 async fn a_backfilled_call_loses_its_raw_body_too() {
-    let f = two_workspaces(Scopes::DEFAULT, &[], &[("RATE_LIMIT_PER_SECOND", "1000"), ("RETENTION_DAY_SECONDS", "1")])
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[("RATE_LIMIT_PER_SECOND", "1000"), ("RETENTION_DAY_SECONDS", "2")])
         .await;
     let d = f.backend.directory();
     d.set_policy(1, Policy { raw_retention_days: Some(1), ..Policy::default() }, None).await.unwrap();
@@ -108,7 +108,7 @@ async fn a_backfilled_call_loses_its_raw_body_too() {
         let deadline = Instant::now() + Duration::from_secs(20);
         f.backend.sweep_retention(call_ingest_store::calls::now_ms(), deadline).await.unwrap()
     };
-    let day = || tokio::time::sleep(Duration::from_millis(1_100));
+    let day = || tokio::time::sleep(Duration::from_millis(2_200));
 
     // A call of today: no note; past its day, the sweep's pass removes its raw body.
     assert_eq!(post("today", Some(call_ingest_store::calls::now_ms())).await.status, 201);
@@ -126,5 +126,37 @@ async fn a_backfilled_call_loses_its_raw_body_too() {
     assert!(removed("backfilled").await, "the note's call is done: {later:?}");
     assert!(notes().await.is_empty(), "and its note settled");
     assert!(f.backend.store().get_call(1, "backfilled", false).await.unwrap().is_some(), "the call still reads");
+
+    // A note whose call is not there (its head not put yet: the note goes first) is kept
+    // while young, and settled once old (a reviewer's find: settled at once, a head put
+    // just after kept its raw body).
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let ghost = |noted_at: u64| {
+        f.t.client
+            .put_item()
+            .table_name(&f.t.calls)
+            .item("pk", V::S("RAWLATE#1".into()))
+            .item("sk", V::S(format!("{:020}#ghost", 1_000)))
+            .item("call_id", V::S("ghost".into()))
+            .item("ids", V::Ns(vec!["999999".into()]))
+            .item("noted_at", V::N(noted_at.to_string()))
+            .send()
+    };
+    ghost(call_ingest_store::calls::now_ms()).await.unwrap();
+    sweep().await;
+    assert_eq!(notes().await, ["ghost"], "young: kept");
+    ghost(call_ingest_store::calls::now_ms() - 16 * 60 * 1000).await.unwrap();
+    sweep().await;
+    assert!(notes().await.is_empty(), "old: settled");
+
+    // An erase takes the call's note with it.
+    assert_eq!(post("erased-late", None).await.status, 201);
+    assert_eq!(notes().await, ["erased-late"]);
+    f.backend.store().erase_everything(1, "erased-late", stored_id(&f, "erased-late").await).await.unwrap();
+    assert!(notes().await.is_empty(), "the erase forgot it");
     f.t.delete().await;
+}
+
+async fn stored_id(f: &testkit::TwoWorkspaces, call_id: &str) -> u64 {
+    f.backend.store().get_call(1, call_id, false).await.unwrap().expect("stored").id
 }

@@ -92,6 +92,7 @@ impl Store {
                         "revision",
                         "submission",
                         "updated_at",
+                        "created_at",
                         SEEN_AT,
                         CURRENT_FROM,
                         FRAME_KEY,
@@ -164,8 +165,12 @@ impl Store {
                 // answer, 202), and blanking its frame would leave that call unreadable;
                 // its pending copy is dropped when committed, or finds its call there.
                 self.delete_pending_of(workspace_id, call_id, mark + 1, &AFTER_BURIAL).await?;
-                // And its note for the raw sweep, if it had one (`rewrite::raw_due_pk`).
+                // And its notes for the raw sweep, if it had them (`rewrite::raw_due_pk`,
+                // `raw_late_pk`: the latter names the call and when it was created).
                 self.forget_raw_due(workspace_id, call_id, id).await?;
+                if let Some(created_at) = get_u64(head, "created_at") {
+                    self.forget_raw_late(workspace_id, call_id, created_at).await?;
+                }
                 return Ok(Erased { items: removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;

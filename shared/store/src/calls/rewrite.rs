@@ -62,13 +62,20 @@ pub fn raw_late_pk(workspace_id: u64) -> String {
     format!("RAWLATE#{workspace_id}")
 }
 
+/// How long a late note whose call the sweep does not find is kept: its head may not be
+/// put yet (the note is written first; the put may be retried for seconds).
+pub const LATE_NOTE_PATIENCE_MS: u64 = 15 * 60 * 1000;
+
 /// A call created late, noted for the raw sweep.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawLate {
     pub call_id: String,
     /// The internal ids created under this provider call id at this time (two creations
-    /// that raced: one of them is the call).
+    /// that raced: one of them is the call; or a revision that tried creating first).
     pub ids: Vec<u64>,
+    /// When an id was last added: the note is written before its head, so a note whose
+    /// call is not there yet is kept until [`LATE_NOTE_PATIENCE_MS`] after this.
+    pub noted_at: u64,
     sk: String,
     listed: Vec<String>,
 }
@@ -362,9 +369,10 @@ impl Store {
             .table_name(&self.table)
             .key("pk", s(raw_late_pk(workspace_id)))
             .key("sk", s(format!("{created_at:020}#{call_id}")))
-            .update_expression("ADD ids :id SET call_id = :call")
-            .expression_attribute_values(":id", aws_sdk_dynamodb::types::AttributeValue::Ns(vec![id.to_string()]))
+            .update_expression("ADD ids :id SET call_id = :call, noted_at = :now")
+            .expression_attribute_values(":id", AttributeValue::Ns(vec![id.to_string()]))
             .expression_attribute_values(":call", s(call_id))
+            .expression_attribute_values(":now", n(super::now_ms()))
             .send()
             .await
             .map_err(StoreError::from_sdk)?;
@@ -397,12 +405,13 @@ impl Store {
             .iter()
             .filter_map(|i| {
                 let listed = match i.get("ids") {
-                    Some(aws_sdk_dynamodb::types::AttributeValue::Ns(ids)) => ids.clone(),
+                    Some(AttributeValue::Ns(ids)) => ids.clone(),
                     _ => Vec::new(),
                 };
                 Some(RawLate {
                     call_id: get_s(i, "call_id")?.to_owned(),
                     ids: listed.iter().filter_map(|id| id.parse().ok()).collect(),
+                    noted_at: get_u64(i, "noted_at").unwrap_or(0),
                     sk: get_s(i, "sk")?.to_owned(),
                     listed,
                 })
@@ -410,50 +419,51 @@ impl Store {
             .collect())
     }
 
-    /// Deletes `late`'s note unless another id was added to it meanwhile.
+    /// Deletes `late`'s note unless another id was added to it meanwhile (each addition
+    /// sets `noted_at` anew).
     pub async fn settle_raw_late(&self, workspace_id: u64, late: &RawLate) -> Result<(), StoreError> {
-        let result = self
-            .client
+        let ids = ("noted_at", n(late.noted_at));
+        self.delete_note(raw_late_pk(workspace_id), &late.sk, ids).await
+    }
+
+    /// Deletes the late note of call `call_id` created at `created_at` (erased).
+    pub(super) async fn forget_raw_late(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        created_at: u64,
+    ) -> Result<(), StoreError> {
+        self.client
             .delete_item()
             .table_name(&self.table)
             .key("pk", s(raw_late_pk(workspace_id)))
-            .key("sk", s(&late.sk))
-            .condition_expression("ids = :ids")
-            .expression_attribute_values(":ids", aws_sdk_dynamodb::types::AttributeValue::Ns(late.listed.clone()))
+            .key("sk", s(format!("{created_at:020}#{call_id}")))
             .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
-            Err(e) => Err(StoreError::from_sdk(e)),
-        }
+            .await
+            .map_err(StoreError::from_sdk)?;
+        Ok(())
     }
 
     /// Deletes `due`'s note unless a later revision wrote it again meanwhile.
     pub async fn settle_raw_due(&self, workspace_id: u64, due: &RawDue) -> Result<(), StoreError> {
-        self.delete_raw_due(workspace_id, &due.call_id, ("submission", s(due.token.clone()))).await
+        self.delete_note(raw_due_pk(workspace_id), &due.call_id, ("submission", s(due.token.clone()))).await
     }
 
     /// Deletes the raw sweep's note of call `id` (erased), not a note of a call stored under
     /// the same provider call id since.
     pub(super) async fn forget_raw_due(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<(), StoreError> {
-        self.delete_raw_due(workspace_id, call_id, ("id", n(id))).await
+        self.delete_note(raw_due_pk(workspace_id), call_id, ("id", n(id))).await
     }
 
-    /// Deletes the note of `call_id` while its attribute `name` is `value` (else it is
-    /// another's now, and stays).
-    async fn delete_raw_due(
-        &self,
-        workspace_id: u64,
-        call_id: &str,
-        (name, value): (&str, aws_sdk_dynamodb::types::AttributeValue),
-    ) -> Result<(), StoreError> {
+    /// Deletes the raw sweep's note `pk` / `sk` while its attribute `name` is `value` (else
+    /// it is another's now, and stays).
+    async fn delete_note(&self, pk: String, sk: &str, (name, value): (&str, AttributeValue)) -> Result<(), StoreError> {
         let result = self
             .client
             .delete_item()
             .table_name(&self.table)
-            .key("pk", s(raw_due_pk(workspace_id)))
-            .key("sk", s(call_id))
+            .key("pk", s(pk))
+            .key("sk", s(sk))
             .condition_expression("#name = :value")
             .expression_attribute_names("#name", name)
             .expression_attribute_values(":value", value)

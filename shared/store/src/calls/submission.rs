@@ -10,6 +10,8 @@ use super::frames::{self, Frames};
 use super::item::{call_pk, get_s, get_u64, item_size, n, s, Item, COMMITTED, FRAME_KEY, PIECES};
 use super::{codec, now_ms, random_hex, Owner, StoreError};
 
+/// How far after its receipt a call may be listed (a start in the future, a clock ahead).
+pub const LISTED_AHEAD_MS: u64 = 86_400_000;
 /// One submission's identity, minted once when its request arrives and carried by every
 /// path that may store it: the direct write, its pending copy, the queue and the sweep. A
 /// head or revision that carries the token was written by this very submission, so storing
@@ -96,7 +98,10 @@ impl Submission {
         }
         if let Some(start) = doc.summary.start_ms {
             attributes.insert("start_ms".into(), n(start));
-            attributes.insert("listed_ms".into(), n(start));
+            // Listed by its start, but never more than a day after its receipt: a start in
+            // the future (up to the year 5138 is a valid number) would be past every
+            // retention's cutoff for ever (a reviewer's find).
+            attributes.insert("listed_ms".into(), n(start.min(now.saturating_add(LISTED_AHEAD_MS))));
         }
         if let Some(end) = doc.summary.end_ms {
             attributes.insert("end_ms".into(), n(end));

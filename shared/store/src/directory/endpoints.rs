@@ -14,6 +14,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update}
 use serde::Serialize;
 
 use super::admin::AdminError;
+use super::hooks::{rotation, updated_as, UpdateResult};
 use super::item_keys::*;
 use super::sealing::Sealer;
 use super::Directory;
@@ -209,16 +210,7 @@ impl Directory {
 
     /// The endpoints of a workspace.
     pub async fn list_endpoints(&self, workspace_id: u64) -> Result<Vec<Endpoint>, AdminError> {
-        let mut endpoints = Vec::new();
-        for listing in self.query_prefix(workspace_pk(workspace_id), "EP#").await? {
-            if let Some(endpoint) = match field_s(&listing, "endpoint_id") {
-                Some(id) => self.endpoint(id).await?,
-                None => None,
-            } {
-                endpoints.push(endpoint);
-            }
-        }
-        Ok(endpoints)
+        self.each_listed(workspace_id, "EP#", "endpoint_id", |id| async move { self.endpoint(&id).await }).await
     }
 
     /// Deletes endpoint `id`: nothing more is sent to it.
@@ -278,13 +270,7 @@ impl Directory {
             .condition_expression("sealed = :old")
             .expression_attribute_values(":new", AttributeValue::B(Blob::new(sealed)))
             .expression_attribute_values(":old", AttributeValue::B(Blob::new(endpoint.sealed.clone())));
-        let update = match overlap_ms {
-            0 => update.update_expression("SET sealed = :new REMOVE previous, previous_until"),
-            _ => update
-                .update_expression("SET sealed = :new, previous = :old, previous_until = :until")
-                .expression_attribute_values(":until", n(now_ms().saturating_add(overlap_ms))),
-        };
-        endpoint_updated(update.send().await, id, || {
+        endpoint_updated(rotation(update, overlap_ms).send().await, id, || {
             AdminError::Invalid(format!("endpoint {id} changed meanwhile (rotated or deleted); try again"))
         })
     }
@@ -336,19 +322,9 @@ fn no_endpoint(id: &str) -> AdminError {
 
 /// The endpoint an UpdateItem (`ALL_NEW`) left, or `refused` when its condition failed.
 fn endpoint_updated(
-    result: Result<
-        aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
-        aws_sdk_dynamodb::error::SdkError<
-            aws_sdk_dynamodb::operation::update_item::UpdateItemError,
-            aws_sdk_dynamodb::config::http::HttpResponse,
-        >,
-    >,
+    result: UpdateResult,
     id: &str,
     refused: impl FnOnce() -> AdminError,
 ) -> Result<Endpoint, AdminError> {
-    match result {
-        Ok(out) => out.attributes.as_ref().and_then(Endpoint::from_item).ok_or_else(|| no_endpoint(id)),
-        Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(refused()),
-        Err(e) => Err(StoreError::from_sdk(e).into()),
-    }
+    updated_as(result, Endpoint::from_item, || no_endpoint(id), refused)
 }

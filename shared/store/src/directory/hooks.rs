@@ -11,6 +11,7 @@
 //!
 //! Items: `HOOK#<id>` / `HOOK` (the hook), and `WS#<workspace>` / `HOOK#<id>` (its listing).
 
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem};
 use serde::Serialize;
@@ -280,16 +281,29 @@ impl Directory {
 
     /// The hooks of a workspace.
     pub async fn list_hooks(&self, workspace_id: u64) -> Result<Vec<Hook>, AdminError> {
-        let mut hooks = Vec::new();
-        for listing in self.query_prefix(workspace_pk(workspace_id), "HOOK#").await? {
-            if let Some(hook) = match field_s(&listing, "hook_id") {
-                Some(id) => self.hook(id).await?,
-                None => None,
-            } {
-                hooks.push(hook);
+        self.each_listed(workspace_id, "HOOK#", "hook_id", |id| async move { self.hook(&id).await }).await
+    }
+
+    /// Each item a workspace lists under `prefix` (its id in `id_attr`), read by `read`;
+    /// one listed but gone meanwhile is left out.
+    pub(super) async fn each_listed<T, F, Fut>(
+        &self,
+        workspace_id: u64,
+        prefix: &str,
+        id_attr: &str,
+        read: F,
+    ) -> Result<Vec<T>, AdminError>
+    where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<T>, StoreError>>,
+    {
+        let mut found = Vec::new();
+        for listing in self.query_prefix(workspace_pk(workspace_id), prefix).await? {
+            if let Some(id) = field_s(&listing, id_attr) {
+                found.extend(read(id.to_owned()).await?);
             }
         }
-        Ok(hooks)
+        Ok(found)
     }
 
     /// Revokes hook `id`: from now on it takes nothing (401).
@@ -325,13 +339,7 @@ impl Directory {
             .condition_expression("sealed = :old AND attribute_not_exists(revoked_at)")
             .expression_attribute_values(":new", AttributeValue::B(Blob::new(sealed)))
             .expression_attribute_values(":old", AttributeValue::B(Blob::new(hook.sealed.clone())));
-        let update = match overlap_ms {
-            0 => update.update_expression("SET sealed = :new REMOVE previous, previous_until"),
-            _ => update
-                .update_expression("SET sealed = :new, previous = :old, previous_until = :until")
-                .expression_attribute_values(":until", n(now_ms().saturating_add(overlap_ms))),
-        };
-        let result = update.send().await;
+        let result = rotation(update, overlap_ms).send().await;
         updated(result, id, || {
             AdminError::Invalid(format!("hook {id} changed meanwhile (rotated or revoked); try again"))
         })
@@ -360,20 +368,41 @@ impl Directory {
     }
 }
 
+/// A rotation's update (`:new`, `:old` the sealed secrets): the new secret, and the old one
+/// kept beside it until `overlap_ms` from now (none: dropped at once).
+pub(super) fn rotation(update: UpdateItemFluentBuilder, overlap_ms: u64) -> UpdateItemFluentBuilder {
+    match overlap_ms {
+        0 => update.update_expression("SET sealed = :new REMOVE previous, previous_until"),
+        _ => update
+            .update_expression("SET sealed = :new, previous = :old, previous_until = :until")
+            .expression_attribute_values(":until", n(now_ms().saturating_add(overlap_ms))),
+    }
+}
+
 /// The hook an UpdateItem (`ALL_NEW`) left, or `refused` when its condition failed.
-fn updated(
-    result: Result<
-        aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
-        aws_sdk_dynamodb::error::SdkError<
-            aws_sdk_dynamodb::operation::update_item::UpdateItemError,
-            aws_sdk_dynamodb::config::http::HttpResponse,
-        >,
+fn updated(result: UpdateResult, id: &str, refused: impl FnOnce() -> AdminError) -> Result<Hook, AdminError> {
+    updated_as(result, Hook::from_item, || AdminError::NoHook(id.to_owned()), refused)
+}
+
+/// What an UpdateItem answers.
+pub(super) type UpdateResult = Result<
+    aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
+    aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemError,
+        aws_sdk_dynamodb::config::http::HttpResponse,
     >,
-    id: &str,
+>;
+
+/// The item an UpdateItem (`ALL_NEW`) left, as `read` reads it (`missing` when it reads
+/// nothing), or `refused` when its condition failed.
+pub(super) fn updated_as<T>(
+    result: UpdateResult,
+    read: fn(&Item) -> Option<T>,
+    missing: impl FnOnce() -> AdminError,
     refused: impl FnOnce() -> AdminError,
-) -> Result<Hook, AdminError> {
+) -> Result<T, AdminError> {
     match result {
-        Ok(out) => out.attributes.as_ref().and_then(Hook::from_item).ok_or_else(|| AdminError::NoHook(id.to_owned())),
+        Ok(out) => out.attributes.as_ref().and_then(read).ok_or_else(missing),
         Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(refused()),
         Err(e) => Err(StoreError::from_sdk(e).into()),
     }
