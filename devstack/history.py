@@ -341,34 +341,63 @@ class _Order:
                 return False
         return t.precedes(h, later)
 
-    def may_beat(self, later, h):
-        """Whether the store may have put `later` above `h`: `beats`, or by receipt order
-        where the two requests overlap (each was received at some moment of its request, so
-        either may have been first: `make chaos` seed 50, a pending `call_analyzed` and a
-        Create Call at once, the analysis kept below the send, then `call_ended` above it)."""
+    def _edge(self, later, h):
+        """How the store may have put `later` above `h`: "stage" (a later stage of the
+        provider's events, whatever the receipts), "receipt" (received after it: certainly,
+        or possibly, the two requests overlapping: each was received at some moment of its
+        request; `make chaos` seed 50), or None."""
+        t = self.t
+        if later.marker == h.marker or id(later) in self.retries or id(h) in self.retries:
+            return None
+        if _stage(later) and _stage(h):
+            if _stage(later) > _stage(h):
+                return "stage" if self.beats(later, h) else None
+            if _stage(later) < _stage(h):
+                return None
         if self.beats(later, h):
-            return True
-        if later.marker == h.marker or (_stage(later) and _stage(h)):
-            return False
-        return later.end is not None and h.end is not None and later.end > h.start and h.end > later.start
+            return "receipt"
+        overlap = not t.precedes(h, later) and not t.precedes(later, h)
+        return "receipt" if overlap and later.end is not None and h.end is not None else None
 
     def _closure(self):
-        """[indexes op k reaches along `may_beat`] (an op reaches itself)."""
-        edges = [[j for j, h in enumerate(self.ops) if self.may_beat(o, h)] for o in self.ops]
+        """[for op k: {op j it reaches: whether a stage edge is on the way}] along `_edge`,
+        where a path of receipt edges must fit receipt times that fall along it (a reviewer's
+        find: chaining possible orders of overlapping requests could otherwise close loops
+        the store cannot make): `u` is the latest the current op can have been received; a
+        receipt edge to `h` needs `h` received before `u` (`h.start < u`); a stage edge
+        resets it."""
+        t, ops = self.t, self.ops
+        edges = [[(j, kind) for j, h in enumerate(ops) if (kind := self._edge(o, h))] for o in ops]
         reach = []
-        for k in range(len(self.ops)):
-            seen, todo = {k}, [k]
+        for k in range(len(ops)):
+            best = {(k, False): t.done(ops[k])}
+            todo = [(k, False)]
             while todo:
-                for j in edges[todo.pop()]:
-                    if j not in seen:
-                        seen.add(j)
-                        todo.append(j)
-            reach.append(seen)
+                node, seen = todo.pop()
+                u = best[(node, seen)]
+                for j, kind in edges[node]:
+                    h = ops[j]
+                    if kind == "stage":
+                        state, bound = (j, True), t.done(h)
+                    elif h.start < u:
+                        state, bound = (j, seen), min(t.done(h), u)
+                    else:
+                        continue
+                    if best.get(state, float("-inf")) < bound:
+                        best[state] = bound
+                        todo.append(state)
+            found = {}
+            for (j, seen) in best:
+                found[j] = found.get(j, False) or seen
+            reach.append(found)
         return reach
 
     def _tied(self, j, k):
-        """Whether ops j and k beat each other round a cycle (or are one op)."""
-        return k in self.reach[j] and j in self.reach[k]
+        """Whether ops j and k beat each other round a cycle with a stage edge on it (or are
+        one op): receipts alone never go round."""
+        if j == k:
+            return True
+        return k in self.reach[j] and j in self.reach[k] and (self.reach[j][k] or self.reach[k][j])
 
     def beaten(self, h):
         """Whether content that must be above `h` beats it, from outside the cycle `h` is

@@ -215,6 +215,19 @@ def test_a_send_overlapping_a_pending_stage_may_be_ordered_either_way_round_the_
         "current"]
 
 
+def test_possible_orders_of_overlapping_requests_close_no_loop_the_receipts_cannot():
+    # A reviewer's find: X (0-1) and Y (2-3), API sends, and one webhook W overlapping both.
+    # X may be received after W, W after Y, and Y is after X: not all three at once. With a
+    # single staged op no stage order applies, so Y must be above X.
+    x = revised("x", 0, 1)
+    w = op("webhook_ended", "w1", 0.5, 2.5, 200, {"status": "accepted"})
+    y = revised("y", 2, 3)
+    first = created("m0", -2, -1)
+    assert "current" in rules([first, x, w, y], state(rev(1, "m0", "t0"), rev(2, "y", "ty"), rev(3, "x", "tx")))
+    assert rules([first, x, w, y], state(rev(1, "m0", "t0"), rev(2, "x", "tx"), rev(3, "w1", "tw"),
+                                         rev(4, "y", "ty"))) == []
+
+
 def test_an_api_send_after_both_stages_goes_round_nothing_and_must_be_current():
     analyzed = op("webhook_analyzed", "a1", 0, 1, 200, {"status": "stored"})
     ended = op("webhook_ended", "e1", 2, 3, 200, {"status": "revised"})

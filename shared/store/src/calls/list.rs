@@ -180,7 +180,13 @@ impl Store {
         let Some((workspace_id, _)) = super::item::parse_call_pk(pk) else {
             return Ok(false);
         };
-        let Some(listed_ms) = get_u64(head, "start_ms").or_else(|| get_u64(head, "created_at")) else {
+        // As a submission lists it: by its start, at most a day after it was created.
+        let created_at = get_u64(head, "created_at");
+        let start = get_u64(head, "start_ms").map(|s| match created_at {
+            Some(c) => s.min(c.saturating_add(super::submission::LISTED_AHEAD_MS)),
+            None => s,
+        });
+        let Some(listed_ms) = start.or(created_at) else {
             return Ok(false);
         };
         let result = self

@@ -419,11 +419,21 @@ impl Store {
             .collect())
     }
 
-    /// Deletes `late`'s note unless another id was added to it meanwhile (each addition
-    /// sets `noted_at` anew).
+    /// Deletes `late`'s note unless it was written again meanwhile: the same ids, and the
+    /// same `noted_at` (none, on a note written before it had one).
     pub async fn settle_raw_late(&self, workspace_id: u64, late: &RawLate) -> Result<(), StoreError> {
-        let ids = ("noted_at", n(late.noted_at));
-        self.delete_note(raw_late_pk(workspace_id), &late.sk, ids).await
+        let pk = raw_late_pk(workspace_id);
+        let ids = (":ids", AttributeValue::Ns(late.listed.clone()));
+        match late.noted_at {
+            0 => {
+                let condition = "ids = :ids AND attribute_not_exists(noted_at)";
+                self.delete_note_if(pk, &late.sk, condition, &[], vec![ids]).await
+            }
+            at => {
+                let condition = "ids = :ids AND noted_at = :at";
+                self.delete_note_if(pk, &late.sk, condition, &[], vec![ids, (":at", n(at))]).await
+            }
+        }
     }
 
     /// Deletes the late note of call `call_id` created at `created_at` (erased).
@@ -458,17 +468,32 @@ impl Store {
     /// Deletes the raw sweep's note `pk` / `sk` while its attribute `name` is `value` (else
     /// it is another's now, and stays).
     async fn delete_note(&self, pk: String, sk: &str, (name, value): (&str, AttributeValue)) -> Result<(), StoreError> {
-        let result = self
+        self.delete_note_if(pk, sk, "#name = :value", &[("#name", name)], vec![(":value", value)]).await
+    }
+
+    /// Deletes the raw sweep's note `pk` / `sk` on `condition` (else it changed, and stays).
+    async fn delete_note_if(
+        &self,
+        pk: String,
+        sk: &str,
+        condition: &str,
+        names: &[(&str, &str)],
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<(), StoreError> {
+        let mut delete = self
             .client
             .delete_item()
             .table_name(&self.table)
             .key("pk", s(pk))
             .key("sk", s(sk))
-            .condition_expression("#name = :value")
-            .expression_attribute_names("#name", name)
-            .expression_attribute_values(":value", value)
-            .send()
-            .await;
+            .condition_expression(condition);
+        for (name, attribute) in names {
+            delete = delete.expression_attribute_names(*name, *attribute);
+        }
+        for (name, value) in values {
+            delete = delete.expression_attribute_values(name, value);
+        }
+        let result = delete.send().await;
         match result {
             Ok(_) => Ok(()),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
