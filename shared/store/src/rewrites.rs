@@ -134,6 +134,14 @@ impl Backend {
                         items += done.items;
                         found |= done.found;
                     }
+                    // None of its ids is the call: the creation that won is.
+                    if !found {
+                        if let Some(id) = store.due_call(workspace_id, &late.call_id, cutoff).await? {
+                            let done = store.rewrite_call(workspace_id, &late.call_id, id, change).await?;
+                            items += done.items;
+                            found |= done.found;
+                        }
+                    }
                     // Its call not there (yet: the note is written before the head), and
                     // noted lately: kept for a later run (a reviewer's find: settled now, a
                     // head put just after would keep its raw body).

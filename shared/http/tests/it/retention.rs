@@ -157,6 +157,70 @@ async fn a_backfilled_call_loses_its_raw_body_too() {
     f.t.delete().await;
 }
 
+/// The interleavings at the line (a reviewer's find): a call started just under a day
+/// before, whose head becomes visible only after a pass went by its start (its put landing
+/// late, or the sweep's instance's clock ahead), is noted all the same, since the note is
+/// written from three quarters of a day; and a note none of whose ids is the call (each
+/// named a creation that lost, a retry's while the first put was on its way) has the call
+/// that won rewritten. Without either, the call kept its raw body for good.
+#[tokio::test]
+async fn a_call_put_after_a_pass_went_by_its_start_loses_its_raw_body() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[("RATE_LIMIT_PER_SECOND", "1000"), ("RETENTION_DAY_SECONDS", "2")])
+        .await;
+    let d = f.backend.directory();
+    d.set_policy(1, Policy { raw_retention_days: Some(1), ..Policy::default() }, None).await.unwrap();
+    let store = f.backend.store();
+    let now = call_ingest_store::calls::now_ms;
+    let post = |call_id: &str, start: u64| {
+        let mut body = create_call_body(call_id);
+        body["start_timestamp"] = json!(start);
+        body["end_timestamp"] = json!(start + 1_000);
+        let q = [("workspace_id", "1"), ("agent_remote_identifier", "desk")];
+        let request = request(Operation::CreateCall, Some(&f.key1), &q, &body);
+        let backend = &f.backend;
+        async move { send(backend, Operation::CreateCall, request).await.status }
+    };
+    let removed = |call_id: &'static str| async move {
+        let head = store.raw_head(1, call_id).await.unwrap().expect("stored");
+        head.contains_key(call_ingest_store::calls::rewrite::RAW_REMOVED_AT)
+    };
+    let backend = &f.backend;
+    let sweep = |at: u64| async move {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        backend.sweep_retention(at, deadline).await.unwrap()
+    };
+
+    // Started 1.6 s (of a 2 s day) before; a sweep 0.6 s ahead goes by its start before
+    // its head is there.
+    let start = now() - 1_600;
+    let ahead = sweep(now() + 600).await;
+    assert_eq!(post("at-the-line", start).await, 201);
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    let due = sweep(now()).await;
+    assert!(removed("at-the-line").await, "noted, so swept once due: {ahead:?} {due:?}");
+
+    // A call listed past the passes (its start ahead), with a note naming an id that is not
+    // its own: the note's due, the call is rewritten, and the note settled.
+    assert_eq!(post("raced", now() + 1_500).await, 201);
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    f.t.client
+        .put_item()
+        .table_name(&f.t.calls)
+        .item("pk", V::S("RAWLATE#1".into()))
+        .item("sk", V::S(format!("{:020}#raced", now())))
+        .item("call_id", V::S("raced".into()))
+        .item("ids", V::Ns(vec!["999999".into()]))
+        .item("noted_at", V::N(now().to_string()))
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    let swept = sweep(now()).await;
+    assert!(removed("raced").await, "the call that won is rewritten: {swept:?}");
+    assert!(store.raw_late(1, now() + 1_000_000, None).await.unwrap().is_empty(), "and the note settled");
+    f.t.delete().await;
+}
+
 async fn stored_id(f: &testkit::TwoWorkspaces, call_id: &str) -> u64 {
     f.backend.store().get_call(1, call_id, false).await.unwrap().expect("stored").id
 }

@@ -27,6 +27,13 @@ const ON_NOTHING: &str = "attribute_not_exists(pk)";
 const OVER_TOMBSTONE: &str =
     "attribute_not_exists(id) AND #submission = :tombstone AND NOT contains(#erased, :id) AND NOT contains(#committed, :own)";
 
+/// How long after its start (or first receipt) a call's creation is noted for the raw
+/// sweep: a day less a quarter (18 hours). The quarter day covers the sweep's clock ahead of
+/// this one, and a put visible before its answer that never came (the instance gone).
+fn late_after(day_ms: u64) -> u64 {
+    day_ms - day_ms / 4
+}
+
 impl Store {
     /// Tries to create the call with internal id `id`, over `tombstone` when the key holds
     /// one. A late copy of this write finds the call, or a tombstone naming `id` once it
@@ -37,15 +44,17 @@ impl Store {
         id: u64,
         tombstone: Option<&Item>,
     ) -> Result<Creation, StoreError> {
-        // Created a day or more after it started (or was first received): the raw sweep's
-        // passes may have gone by it already, so it is noted for the sweep first.
+        // Created late (three quarters of a day or more after it started or was first
+        // received): the raw sweep's passes may have gone by it already, or will before this
+        // put is visible, so it is noted for the sweep first.
         let made_at = sub.made_at();
         let created_at = made_at.as_n().ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(sub.received_ms);
         let listed = sub.listed_ms().unwrap_or(created_at).min(created_at);
-        if super::now_ms().saturating_sub(listed) >= self.day_ms {
-            if let Some((workspace_id, call_id)) = super::item::parse_call_pk(&sub.pk) {
-                self.note_raw_late(workspace_id, call_id, id, created_at).await?;
-            }
+        let late = || super::now_ms().saturating_sub(listed) >= late_after(self.day_ms);
+        let pk = super::item::parse_call_pk(&sub.pk);
+        let noted = late();
+        if let (true, Some((workspace_id, call_id))) = (noted, pk) {
+            self.note_raw_late(workspace_id, call_id, id, created_at).await?;
         }
         let mut head = sub.head(id, 1, &made_at);
         let mut put = Put::builder().table_name(&self.table).condition_expression(ON_NOTHING);
@@ -78,14 +87,29 @@ impl Store {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(Creation::Created),
+        let creation = match result {
+            Ok(_) => Creation::Created,
             Err(SdkError::ServiceError(se)) => match se.into_err() {
-                PutItemError::ConditionalCheckFailedException(c) => Ok(Creation::Exists(c.item)),
-                PutItemError::TransactionConflictException(_) => Ok(Creation::Conflict),
-                other => Err(StoreError::from_service(&other)),
+                PutItemError::ConditionalCheckFailedException(c) => Creation::Exists(c.item),
+                PutItemError::TransactionConflictException(_) => Creation::Conflict,
+                other => return Err(StoreError::from_service(&other)),
             },
-            Err(e) => Err(StoreError::from_sdk(e)),
+            Err(e) => return Err(StoreError::from_sdk(e)),
+        };
+        // The put was visible before its answer came: if the call is late by now, a pass
+        // may have gone by its start before it was there (a put held up past the margin:
+        // retries, a `late` delivery). Noted now, then (its own put, whose first answer was
+        // lost, counts: the SDK's retry finds it).
+        let ours = match &creation {
+            Creation::Created => true,
+            Creation::Exists(Some(item)) => super::item::get_u64(item, "id") == Some(id),
+            _ => false,
+        };
+        if let (false, true, Some((workspace_id, call_id))) = (noted, ours, pk) {
+            if late() {
+                self.note_raw_late(workspace_id, call_id, id, created_at).await?;
+            }
         }
+        Ok(creation)
     }
 }

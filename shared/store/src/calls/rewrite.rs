@@ -419,6 +419,18 @@ impl Store {
             .collect())
     }
 
+    /// The id of the call now at `call_id` of `workspace_id` if its raw is due (created
+    /// before `cutoff`) and it is not being erased. For a late note none of whose ids is the
+    /// call: each named a creation that lost to another, such as a retry's while the first
+    /// attempt's put was still on its way; the call that won is the one the note stands
+    /// for (a reviewer's find: settled without it, its raw body was kept for good).
+    pub async fn due_call(&self, workspace_id: u64, call_id: &str, cutoff: u64) -> Result<Option<u64>, StoreError> {
+        let head = self.head(&call_pk(workspace_id, call_id)).await?;
+        Ok(head
+            .filter(|h| !is_erasing(h) && get_u64(h, "created_at").is_some_and(|at| at < cutoff))
+            .and_then(|h| get_u64(&h, "id")))
+    }
+
     /// Deletes `late`'s note unless it was written again meanwhile: the same ids, and the
     /// same `noted_at` (none, on a note written before it had one).
     pub async fn settle_raw_late(&self, workspace_id: u64, late: &RawLate) -> Result<(), StoreError> {
