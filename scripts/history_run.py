@@ -46,7 +46,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from devstack import history
+from devstack import history, history_retention
 from devstack.storage import aws, found_stored, unpacked
 from devstack.history import HORIZON, Op, Timing
 from devstack.history_clients import (PLANTED, PLANTED_FORMS, PLANTED_NOTE, Clients, Recorder, export_body, retell_event,
@@ -63,6 +63,8 @@ SECONDS = 300
 # Every 202 is committed within a minute once faults stop.
 COMMIT_WITHIN = 60
 HOOK_SECRET = "key_retell_history"
+# The stack's days are short, so that the retention part's calls are due within the run.
+STACK_ENV = {"RETENTION_DAY_SECONDS": str(history_retention.DAY_SECONDS)}
 WRITES = ("PutItem", "TransactWriteItems", "UpdateItem", "DeleteItem")
 
 
@@ -806,13 +808,21 @@ def run_in_workspace(stack, seed, operations, seconds, workers, horizon, out, sa
     schedule = plan(seed, operations, templates, stack.dev["agent_id"], shapes)
     calls = sorted({p.call for p in schedule})
     clients = Clients(stack, Recorder(), retell_hook(stack, HOOK_SECRET), HOOK_SECRET)
+    # Calls in workspaces with retention, beside the schedule, on a stack of short days.
+    part = None
+    if stack.env.get("RETENTION_DAY_SECONDS") == str(history_retention.DAY_SECONDS):
+        part = history_retention.RetentionPart(stack, seed, clients.recorder.now)
     stack.faults.seed(seed)
     before = stack.faults.stats()
     faults = FaultDriver(stack, seed, out)
     started = time.time()
     faults.start()
     try:
+        if part is not None:
+            part.start(clients.recorder.now() + seconds)
         drive(clients, schedule, workers, seconds, seed)
+        if part is not None:
+            part.join()
     finally:
         faults.halt.set()
         faults.join(30)
@@ -832,6 +842,11 @@ def run_in_workspace(stack, seed, operations, seconds, workers, horizon, out, sa
              "pending_left": len(left), "failed_expected": False, "personal_data": personal_data(stack)}
     ops = sorted(clients.recorder.ops, key=lambda o: o.start)
     violations = history.check(ops, final, settled, horizon, seed)
+    if part is not None:
+        violations += part.check(horizon, out)
+    else:
+        print("history: no retention part (the stack's days are not "
+              f"RETENTION_DAY_SECONDS={history_retention.DAY_SECONDS})", file=out)
     if save:
         write_history(save, seed, horizon, settled, ops, final)
     report = {"operations": len(ops), "planned": len(schedule), "seconds": elapsed, "settled": settled,
@@ -928,7 +943,7 @@ def main():
     from devstack.stack import Stack
 
     log = open(a.log, "w") if a.log else None
-    with Stack(instances=a.instances, log=log) as stack:
+    with Stack(instances=a.instances, log=log, env=STACK_ENV) as stack:
         violations, _ = run(stack, a.seed, a.operations, a.seconds, a.workers, a.horizon, save=a.save, shapes=a.shapes)
     sys.exit(1 if violations else 0)
 

@@ -11,7 +11,7 @@ use call_ingest_core::privacy::{Policy, Storage};
 
 use crate::backend::{Backend, RETENTION_PARALLEL};
 use crate::calls::list::{CallSummary, Listing, MAX_PAGE};
-use crate::calls::rewrite::{Change, LATE_NOTE_PATIENCE_MS};
+use crate::calls::rewrite::{Change, Winner, LATE_NOTE_PATIENCE_MS};
 use crate::calls::walk::{Kind, Walk};
 use crate::calls::StoreError;
 
@@ -136,10 +136,14 @@ impl Backend {
                     }
                     // None of its ids is the call: the creation that won is.
                     if !found {
-                        if let Some(id) = store.due_call(workspace_id, &late.call_id, cutoff).await? {
-                            let done = store.rewrite_call(workspace_id, &late.call_id, id, change).await?;
-                            items += done.items;
-                            found |= done.found;
+                        match store.late_winner(workspace_id, &late.call_id, cutoff).await? {
+                            Winner::Due(id) => {
+                                let done = store.rewrite_call(workspace_id, &late.call_id, id, change).await?;
+                                items += done.items;
+                                found |= done.found;
+                            }
+                            Winner::Renoted => found = true,
+                            Winner::Missing => {}
                         }
                     }
                     // Its call not there (yet: the note is written before the head), and

@@ -201,23 +201,39 @@ async fn a_call_put_after_a_pass_went_by_its_start_loses_its_raw_body() {
 
     // A call listed past the passes (its start ahead), with a note naming an id that is not
     // its own: the note's due, the call is rewritten, and the note settled.
-    assert_eq!(post("raced", now() + 1_500).await, 201);
     use aws_sdk_dynamodb::types::AttributeValue as V;
-    f.t.client
-        .put_item()
-        .table_name(&f.t.calls)
-        .item("pk", V::S("RAWLATE#1".into()))
-        .item("sk", V::S(format!("{:020}#raced", now())))
-        .item("call_id", V::S("raced".into()))
-        .item("ids", V::Ns(vec!["999999".into()]))
-        .item("noted_at", V::N(now().to_string()))
-        .send()
-        .await
-        .unwrap();
+    let throwaway = |call_id: &'static str, at: u64| {
+        f.t.client
+            .put_item()
+            .table_name(&f.t.calls)
+            .item("pk", V::S("RAWLATE#1".into()))
+            .item("sk", V::S(format!("{at:020}#{call_id}")))
+            .item("call_id", V::S(call_id.into()))
+            .item("ids", V::Ns(vec!["999999".into()]))
+            .item("noted_at", V::N(now().to_string()))
+            .send()
+    };
+    let notes = || async { store.raw_late(1, now() + 1_000_000, None).await.unwrap() };
+    assert_eq!(post("raced", now() + 1_500).await, 201);
+    throwaway("raced", now()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2_200)).await;
     let swept = sweep(now()).await;
     assert!(removed("raced").await, "the call that won is rewritten: {swept:?}");
-    assert!(store.raw_late(1, now() + 1_000_000, None).await.unwrap().is_empty(), "and the note settled");
+    assert!(notes().await.is_empty(), "and the note settled");
+
+    // The same, with the note due before the call that won is: that call is noted under its
+    // own creation, and swept when it is due.
+    throwaway("raced-later", now() - 5_000).await.unwrap();
+    assert_eq!(post("raced-later", now() + 1_500).await, 201);
+    sweep(now()).await;
+    let left = notes().await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].call_id, "raced-later");
+    assert_eq!(left[0].ids, [stored_id(&f, "raced-later").await], "noted under its own creation");
+    assert!(!removed("raced-later").await, "not due yet");
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    sweep(now()).await;
+    assert!(removed("raced-later").await, "swept once due");
     f.t.delete().await;
 }
 

@@ -34,7 +34,35 @@ fn late_after(day_ms: u64) -> u64 {
     day_ms - day_ms / 4
 }
 
+/// When the call `sub` creates is created (`created_at`): when it was first received.
+fn created_at(sub: &Submission) -> u64 {
+    sub.made_at().as_n().ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(sub.received_ms)
+}
+
 impl Store {
+    /// Whether the call `sub` creates is created late, by now (`late_after`).
+    fn is_late(&self, sub: &Submission) -> bool {
+        let created_at = created_at(sub);
+        let listed = sub.listed_ms().unwrap_or(created_at).min(created_at);
+        super::now_ms().saturating_sub(listed) >= late_after(self.day_ms)
+    }
+
+    /// After `stored`, this submission's own creation of its call (answered, or found when
+    /// its answer was lost), unless noted before its put: a note if it is late by now. The
+    /// put was visible before its answer came, so a call not late by then was there before
+    /// any pass went by its start; one that turned late meanwhile (a put held up by
+    /// throttles and retries, or delivered late) may not have been (a reviewer's find). A
+    /// pending copy committed later finds its direct write's creation and notes it then.
+    pub(super) async fn note_if_late(&self, sub: &Submission, stored: &super::Stored) -> Result<(), StoreError> {
+        let own = stored.revision == 1 && matches!(stored.outcome, super::Outcome::Created | super::Outcome::Revised);
+        match (own && self.is_late(sub), super::item::parse_call_pk(&sub.pk)) {
+            (true, Some((workspace_id, call_id))) => {
+                self.note_raw_late(workspace_id, call_id, stored.id, created_at(sub)).await
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Tries to create the call with internal id `id`, over `tombstone` when the key holds
     /// one. A late copy of this write finds the call, or a tombstone naming `id` once it
     /// is erased, and fails: it can never bring an erased call back.
@@ -43,18 +71,18 @@ impl Store {
         sub: &Submission,
         id: u64,
         tombstone: Option<&Item>,
+        noted: &mut bool,
     ) -> Result<Creation, StoreError> {
         // Created late (three quarters of a day or more after it started or was first
         // received): the raw sweep's passes may have gone by it already, or will before this
         // put is visible, so it is noted for the sweep first.
         let made_at = sub.made_at();
-        let created_at = made_at.as_n().ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(sub.received_ms);
-        let listed = sub.listed_ms().unwrap_or(created_at).min(created_at);
-        let late = || super::now_ms().saturating_sub(listed) >= late_after(self.day_ms);
-        let pk = super::item::parse_call_pk(&sub.pk);
-        let noted = late();
-        if let (true, Some((workspace_id, call_id))) = (noted, pk) {
-            self.note_raw_late(workspace_id, call_id, id, created_at).await?;
+        let created_at = created_at(sub);
+        if self.is_late(sub) {
+            if let Some((workspace_id, call_id)) = super::item::parse_call_pk(&sub.pk) {
+                self.note_raw_late(workspace_id, call_id, id, created_at).await?;
+                *noted = true;
+            }
         }
         let mut head = sub.head(id, 1, &made_at);
         let mut put = Put::builder().table_name(&self.table).condition_expression(ON_NOTHING);
@@ -87,29 +115,14 @@ impl Store {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        let creation = match result {
-            Ok(_) => Creation::Created,
+        match result {
+            Ok(_) => Ok(Creation::Created),
             Err(SdkError::ServiceError(se)) => match se.into_err() {
-                PutItemError::ConditionalCheckFailedException(c) => Creation::Exists(c.item),
-                PutItemError::TransactionConflictException(_) => Creation::Conflict,
-                other => return Err(StoreError::from_service(&other)),
+                PutItemError::ConditionalCheckFailedException(c) => Ok(Creation::Exists(c.item)),
+                PutItemError::TransactionConflictException(_) => Ok(Creation::Conflict),
+                other => Err(StoreError::from_service(&other)),
             },
-            Err(e) => return Err(StoreError::from_sdk(e)),
-        };
-        // The put was visible before its answer came: if the call is late by now, a pass
-        // may have gone by its start before it was there (a put held up past the margin:
-        // retries, a `late` delivery). Noted now, then (its own put, whose first answer was
-        // lost, counts: the SDK's retry finds it).
-        let ours = match &creation {
-            Creation::Created => true,
-            Creation::Exists(Some(item)) => super::item::get_u64(item, "id") == Some(id),
-            _ => false,
-        };
-        if let (false, true, Some((workspace_id, call_id))) = (noted, ours, pk) {
-            if late() {
-                self.note_raw_late(workspace_id, call_id, id, created_at).await?;
-            }
+            Err(e) => Err(StoreError::from_sdk(e)),
         }
-        Ok(creation)
     }
 }

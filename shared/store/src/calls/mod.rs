@@ -91,6 +91,8 @@ struct Attempt<'a> {
     /// The call was found stored under a stricter data policy than the submission's, before
     /// any item of it was written: it is to be restricted and committed again.
     stricter: Option<call_ingest_core::privacy::Storage>,
+    /// Its creation was noted for the raw sweep before its put (`Store::create`).
+    noted_late: bool,
 }
 
 impl Attempt<'_> {
@@ -374,6 +376,7 @@ impl Store {
             met_erase: false,
             wrote_into: None,
             stricter: None,
+            noted_late: false,
         };
         // The verdict, and whether the frame it wrote is unused: within `budget`. Only S3's
         // removal of that frame comes after, uncut: cut part-way, a removal could still land
@@ -428,6 +431,13 @@ impl Store {
             // or a marker arriving late would take the frame of a stored call.)
             if let Err(e) = self.frames.erase(key).await {
                 tracing::warn!(error = %e, "the frame of a send that waits was not removed");
+            }
+        }
+        if let (Ok(Some(stored)), false) = (&result, attempt.noted_late) {
+            // Not noted: a send answers 202 (never 500: the call is stored) and its pending
+            // copy notes it when committed.
+            if let Err(e) = self.note_if_late(&sub, stored).await {
+                return Err(StoreError::Unavailable(format!("its note for the raw sweep: {e}")));
             }
         }
         result
@@ -563,7 +573,7 @@ impl Store {
                         }
                     };
                     requests += 1;
-                    let creation = match self.create(sub, new_id, tombstone.as_ref()).await {
+                    let creation = match self.create(sub, new_id, tombstone.as_ref(), &mut attempt.noted_late).await {
                         Ok(creation) => creation,
                         Err(e) => return self.settle(sub, Some(new_id), e, requests).await.map(Some),
                     };

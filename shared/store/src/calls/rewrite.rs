@@ -112,6 +112,17 @@ pub struct Rewritten {
     pub found: bool,
 }
 
+/// The call a late note stands for when none of its ids is ([`Store::late_winner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Winner {
+    /// Its raw is due: rewrite call `id`.
+    Due(u64),
+    /// Not due yet, and noted under its own creation: the note read can go.
+    Renoted,
+    /// No call there (not yet: the note goes before the head), or one being erased.
+    Missing,
+}
+
 /// The new content of one frame (one or more items share a frame: `insert_late`).
 struct NewContent {
     packed: codec::Packed,
@@ -419,16 +430,24 @@ impl Store {
             .collect())
     }
 
-    /// The id of the call now at `call_id` of `workspace_id` if its raw is due (created
-    /// before `cutoff`) and it is not being erased. For a late note none of whose ids is the
-    /// call: each named a creation that lost to another, such as a retry's while the first
-    /// attempt's put was still on its way; the call that won is the one the note stands
-    /// for (a reviewer's find: settled without it, its raw body was kept for good).
-    pub async fn due_call(&self, workspace_id: u64, call_id: &str, cutoff: u64) -> Result<Option<u64>, StoreError> {
-        let head = self.head(&call_pk(workspace_id, call_id)).await?;
-        Ok(head
-            .filter(|h| !is_erasing(h) && get_u64(h, "created_at").is_some_and(|at| at < cutoff))
-            .and_then(|h| get_u64(&h, "id")))
+    /// The call now at `call_id` of `workspace_id`, for a late note none of whose ids is
+    /// the call: each named a creation that lost to another, such as a retry's while the
+    /// first attempt's put was still on its way; the call that won is the one the note stands
+    /// for (a reviewer's find: settled without it, its raw body was kept for good). Not due
+    /// yet (created after `cutoff`), it is noted under its own creation first, so the note
+    /// can go.
+    pub async fn late_winner(&self, workspace_id: u64, call_id: &str, cutoff: u64) -> Result<Winner, StoreError> {
+        let Some(head) = self.head(&call_pk(workspace_id, call_id)).await? else { return Ok(Winner::Missing) };
+        let (Some(id), Some(created_at), false) =
+            (get_u64(&head, "id"), get_u64(&head, "created_at"), is_erasing(&head))
+        else {
+            return Ok(Winner::Missing);
+        };
+        if created_at < cutoff {
+            return Ok(Winner::Due(id));
+        }
+        self.note_raw_late(workspace_id, call_id, id, created_at).await?;
+        Ok(Winner::Renoted)
     }
 
     /// Deletes `late`'s note unless it was written again meanwhile: the same ids, and the
