@@ -13,7 +13,7 @@ a pass walks the calls by their start, so a call whose head is put after a pass 
 start is found only by the late note its creation writes (create.rs `late_after`). A
 reviewer found the one-day line: a call started just under a day before, its put landing
 late, kept its raw body for good. So the starts sit on either side of that line: now,
-between three quarters of a day and a day before (the put may land after a pass went by),
+between about two thirds of a day and a day before (the put may land after a pass went by),
 a year before (a backfill), ahead (listed later than received). Such calls are rare, as in
 production: a pass held back by one of them (`Step::Later`) covers the next.
 
@@ -29,9 +29,11 @@ sweeps have run without faults:
   without its raw body names;
 - `raw_call_lost`: a `raw` call answered 2xx that reads 404;
 - `retained`: a `gone` call that still reads, holds an item of content, or whose folder in
-  the bucket holds a non-empty object.
+  the bucket holds a non-empty object;
+- `retention_client`: the part's client failed (then it checked less than it should).
 """
 import hashlib
+import http.client
 import json
 import random
 import threading
@@ -44,7 +46,7 @@ from devstack.storage import aws
 # A day's length on the stack `make chaos` runs (RETENTION_DAY_SECONDS), short enough that
 # every call of the run is due soon after it. (A put that lands late is noted after its
 # answer, `Store::note_if_late`; the quarter day's margin, 5 s here, is for an instance gone
-# between its put and its answer.)
+# between its put and its answer, and for the sweep's clock ahead of the writer's.)
 DAY_SECONDS = 20
 # Of the part's requests, those that revise a call it made (the others make new ones).
 REVISED = 0.3
@@ -54,7 +56,7 @@ SPECIAL_EVERY = DAY_SECONDS * 1.5
 LARGE = 0.2
 # The sweep runs every LOCAL_SCHEDULE_SECONDS (5): two runs after a call is due.
 SWEEPS = 12
-RULES = ("raw_kept", "raw_call_lost", "retained")
+RULES = ("raw_kept", "raw_call_lost", "retained", "retention_client")
 
 
 class RetentionPart(threading.Thread):
@@ -67,6 +69,7 @@ class RetentionPart(threading.Thread):
         self.ops = []
         self.deadline = None
         self.calls = []
+        self.error = None
         # The first 10 s in: the sweep's first pass has gone by then.
         self.special_at, self.specials = 10.0 - SPECIAL_EVERY, 0
         self.workspaces = {kind: self._workspace(kind, policy) for kind, policy in
@@ -91,8 +94,8 @@ class RetentionPart(threading.Thread):
 
     def start_ms(self, kind):
         """When a new call of `kind` started. Mostly a moment ago, as production's calls did;
-        in the `raw` workspace, one call in every SPECIAL_EVERY seconds started between three
-        quarters of a day and a day before (its put may land after a pass went by), or a year
+        in the `raw` workspace, one call in every SPECIAL_EVERY seconds started between about
+        two thirds of a day and a day before (its put may land after a pass went by), or a year
         before (a backfill), or ahead: far enough apart that no pass is still held back by
         the one before (`Step::Later`), so only its note brings the sweep to it."""
         day_ms = DAY_SECONDS * 1000
@@ -116,6 +119,12 @@ class RetentionPart(threading.Thread):
         return json.dumps(body).encode()
 
     def run(self):
+        try:
+            self.drive()
+        except Exception as e:  # noqa: BLE001 - any failure of the client is the check's to report
+            self.error = repr(e)
+
+    def drive(self):
         contents = {}
         while self.now() < self.deadline:
             kind = self.rng.choice(("raw", "gone"))
@@ -126,10 +135,10 @@ class RetentionPart(threading.Thread):
                 call = self.rng.choice(made)
             else:
                 call = self.call_id(kind, len(made))
+                self.calls.append(call)
             n = contents[call] = contents.get(call, 0) + 1
             self.create(kind, call, self.body(call, n, self.start_ms(kind) if n == 1 else now_ms()))
             time.sleep(self.rng.uniform(0.2, 0.8))
-        self.calls = sorted(contents)
 
     def create(self, kind, call, body):
         """One Create Call, retried as the retrying clients retry (on no answer, 429, 5xx)."""
@@ -141,7 +150,7 @@ class RetentionPart(threading.Thread):
             try:
                 a = request("POST", url, body, headers, timeout=35)
                 op = Op("create", call, None, start, self.now(), a.status, a.body, "retrying", attempt, a.headers)
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 op = Op("create", call, None, start, None, None, None, "retrying", attempt)
             self.ops.append(op)
             if op.status is not None and op.status < 500 and op.status != 429:
@@ -154,9 +163,13 @@ class RetentionPart(threading.Thread):
         at again every sweep until they hold or that time is up."""
         timing = Timing(horizon)
         landed = max((timing.done(o) if o.end is not None else o.start + horizon for o in self.ops), default=0.0)
-        due = landed + DAY_SECONDS * 1.25 + SWEEPS
+        # A copy committed while settling is created when it is, and swept after.
+        due = max(landed + DAY_SECONDS * 1.25, self.now()) + SWEEPS
         while True:
             violations, seen = self.rules()
+            if self.error is not None:
+                violations.append(Violation("retention_client", None, f"seed {self.seed}: the client failed: "
+                                            f"{self.error}", []))
             if not violations or self.now() >= due:
                 break
             time.sleep(5)
@@ -179,8 +192,12 @@ class RetentionPart(threading.Thread):
         """(rule, detail) of each rule broken by `call`."""
         items = call_items(self.stack, ws["id"], call)
         content = [i for i in items if "digest" in i]
-        reads = self.read(ws, call)
+        reads, body = self.read(ws, call)
         if kind == "raw":
+            if reads == 200 and isinstance(body, dict) and "id" in body:
+                raw = self.get(ws, f"/api/v1/public/call/{body['id']}/raw?workspace_id={ws['id']}")[0]
+                if raw != 410:
+                    yield "raw_kept", f"GET .../raw answers {raw}, not 410"
             seen["items"] += len(content)
             for item in content:
                 if int(item.get("raw_bytes", {}).get("N", "0")) > 0 and "raw_removed_at" not in item:
@@ -203,18 +220,22 @@ class RetentionPart(threading.Thread):
                 yield "retained", f"past retention, an object left: {key}"
 
     def read(self, ws, call):
-        url = f"{self.stack.url}/api/v1/public/call?workspace_id={ws['id']}&provider_call_id={call}"
+        """Get Call by provider call id: (status, body)."""
+        return self.get(ws, f"/api/v1/public/call?workspace_id={ws['id']}&provider_call_id={call}")
+
+    def get(self, ws, path):
+        """(status, body) of a GET with the workspace's key; (None, None) with no answer."""
         headers = {"Authorization": f"Bearer {ws['key']}"}
-        status = None
+        answer = None
         for _ in range(3):
             try:
-                status = request("GET", url, None, headers, timeout=10).status
-                if status not in (429, 503):
-                    return status
-            except OSError:
+                answer = request("GET", f"{self.stack.url}{path}", None, headers, timeout=10)
+                if answer.status not in (429, 503):
+                    break
+            except (OSError, http.client.HTTPException):
                 pass
             time.sleep(1)
-        return status
+        return (answer.status, answer.body) if answer is not None else (None, None)
 
 
 def now_ms():

@@ -107,7 +107,7 @@ impl Backend {
         Ok(progress)
     }
 
-    /// Removes the raw bodies of the calls created late (a day or more after they started:
+    /// Removes the raw bodies of the calls created late (18 hours or more after they started:
     /// backfills, held reports, pending copies committed after an outage) whose raw is due:
     /// the passes go by the calls' start and may have gone by theirs before they existed.
     /// Each was noted when it was created (`rewrite::raw_late_pk`); the due ones are read a

@@ -30,7 +30,7 @@ const OVER_TOMBSTONE: &str =
 /// How long after its start (or first receipt) a call's creation is noted for the raw
 /// sweep: a day less a quarter (18 hours). The quarter day covers the sweep's clock ahead of
 /// this one, and a put visible before its answer that never came (the instance gone).
-fn late_after(day_ms: u64) -> u64 {
+pub(super) fn late_after(day_ms: u64) -> u64 {
     day_ms - day_ms / 4
 }
 
@@ -47,15 +47,17 @@ impl Store {
         super::now_ms().saturating_sub(listed) >= late_after(self.day_ms)
     }
 
-    /// After `stored`, this submission's own creation of its call (answered, or found when
-    /// its answer was lost), unless noted before its put: a note if it is late by now. The
+    /// After `stored`, a call of one revision this submission created (answered, or found
+    /// when its answer was lost, or found stored by its pending copy: `Unchanged` when its
+    /// frame is in S3, since such a copy reads the head first) or found stored by another
+    /// (noted all the same: the note names the call), unless noted before its put: a note
+    /// if it is late by now. The
     /// put was visible before its answer came, so a call not late by then was there before
     /// any pass went by its start; one that turned late meanwhile (a put held up by
     /// throttles and retries, or delivered late) may not have been (a reviewer's find). A
     /// pending copy committed later finds its direct write's creation and notes it then.
     pub(super) async fn note_if_late(&self, sub: &Submission, stored: &super::Stored) -> Result<(), StoreError> {
-        let own = stored.revision == 1 && matches!(stored.outcome, super::Outcome::Created | super::Outcome::Revised);
-        match (own && self.is_late(sub), super::item::parse_call_pk(&sub.pk)) {
+        match (stored.revision == 1 && self.is_late(sub), super::item::parse_call_pk(&sub.pk)) {
             (true, Some((workspace_id, call_id))) => {
                 self.note_raw_late(workspace_id, call_id, stored.id, created_at(sub)).await
             }

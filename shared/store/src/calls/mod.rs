@@ -175,8 +175,8 @@ pub struct Store {
     commit_memory: pending::CommitMemory,
     /// The metadata of held reports this instance has read.
     held_index: held::HeldIndex,
-    /// A day's length (`RETENTION_DAY_SECONDS`): a call created this long or more after it
-    /// started is noted for the raw sweep (`rewrite::raw_late_pk`).
+    /// A day's length (`RETENTION_DAY_SECONDS`): a call created three quarters of it or more
+    /// after it started is noted for the raw sweep (`rewrite::raw_late_pk`).
     day_ms: u64,
 }
 
@@ -382,6 +382,7 @@ impl Store {
         // removal of that frame comes after, uncut: cut part-way, a removal could still land
         // while the send answered 202 and its pending copy, of the same token, came to name
         // the frame (a fresh reader's find). The verdict stands, so no copy is made.
+        let started = Instant::now();
         let deciding = async {
             let result = self.commit_attempts(owner, call_id, &sub, path, &mut attempt).await;
             let unused = self.frame_unused(&result, &sub, path, &attempt, external.is_some()).await?;
@@ -434,9 +435,19 @@ impl Store {
             }
         }
         if let (Ok(Some(stored)), false) = (&result, attempt.noted_late) {
-            // Not noted: a send answers 202 (never 500: the call is stored) and its pending
-            // copy notes it when committed.
-            if let Err(e) = self.note_if_late(&sub, stored).await {
+            // Not noted (within what is left of the budget): a send answers 202 (never 500:
+            // the call is stored) and its pending copy notes it when committed.
+            let noting = self.note_if_late(&sub, stored);
+            let noted = match budget {
+                None => noting.await,
+                Some(budget) => {
+                    let left = budget.saturating_sub(started.elapsed()).max(Duration::from_millis(100));
+                    tokio::time::timeout(left, noting)
+                        .await
+                        .unwrap_or_else(|_| Err(StoreError::Unavailable("timed out".into())))
+                }
+            };
+            if let Err(e) = noted {
                 return Err(StoreError::Unavailable(format!("its note for the raw sweep: {e}")));
             }
         }

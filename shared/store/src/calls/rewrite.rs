@@ -52,7 +52,7 @@ pub fn raw_due_pk(workspace_id: u64) -> String {
     format!("RAWDUE#{workspace_id}")
 }
 
-/// The partition of the notes of calls created late: committed a day or more after they
+/// The partition of the notes of calls created late: committed 18 hours or more after they
 /// started (a backfill, a report held for want of its agent, a pending copy committed after
 /// an outage). The raw sweep's passes go by the calls' start and may have gone by it before
 /// the call existed, so the sweep reads these notes instead, each once the call's raw is due
