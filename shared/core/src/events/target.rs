@@ -24,6 +24,8 @@ pub struct Target {
     pub host: TargetHost,
     pub port: u16,
     pub tls: bool,
+    /// What a request names: the path, and `?` and the query when there is one.
+    pub path: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +93,11 @@ pub fn check(raw: &str, allow_loopback: bool) -> Result<Target, Unfit> {
         }
     }
     let port = url.port_or_known_default().unwrap_or(443);
-    Ok(Target { url: url.to_string(), host, port, tls })
+    let path = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    };
+    Ok(Target { url: url.to_string(), host, port, tls, path })
 }
 
 #[cfg(test)]
@@ -102,6 +108,7 @@ mod tests {
     fn public_https_urls_are_endpoints() {
         let t = check("https://Hooks.Example.com/in?team=7", false).unwrap();
         assert_eq!(t.url, "https://hooks.example.com/in?team=7");
+        assert_eq!(t.path, "/in?team=7");
         assert_eq!((t.host, t.port, t.tls), (TargetHost::Name("hooks.example.com".into()), 443, true));
         let t = check("https://8.8.8.8:8443/x", false).unwrap();
         assert_eq!((t.host, t.port), (TargetHost::Address("8.8.8.8".parse().unwrap()), 8443));
