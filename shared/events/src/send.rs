@@ -123,9 +123,7 @@ impl Sender {
             return exchange(TokioIo::new(stream), request).await;
         }
         let name = match &target.host {
-            TargetHost::Name(name) => {
-                ServerName::try_from(name.clone()).map_err(|e| Failure::Refused(e.to_string()))?
-            }
+            TargetHost::Name(name) => ServerName::try_from(name.clone()).map_err(|e| Failure::Failed(e.to_string()))?,
             TargetHost::Address(ip) => ServerName::IpAddress((*ip).into()),
         };
         let stream =
@@ -176,7 +174,7 @@ fn request(target: &Target, message: &Message<'_>) -> Result<hyper::Request<Full
         .header("webhook-timestamp", message.timestamp.to_string())
         .header("webhook-signature", message.signature)
         .body(Full::new(Bytes::copy_from_slice(message.body)))
-        .map_err(|e| Failure::Refused(e.to_string()))
+        .map_err(|e| Failure::Failed(e.to_string()))
 }
 
 /// One request on a connection of its own; the answer's first [`ANSWER_BYTES`], then the
@@ -186,7 +184,14 @@ where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let failed = |e: hyper::Error| Failure::Failed(e.to_string());
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await.map_err(failed)?;
+    // The answer's head in 8 KB and 32 headers at most (hyper's least buffer; its default
+    // reads up to ~400 KB of a head): a reader's find.
+    let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+        .max_buf_size(8192)
+        .max_headers(32)
+        .handshake(io)
+        .await
+        .map_err(failed)?;
     let driven = tokio::spawn(connection);
     let outcome = async {
         let response = sender.send_request(request).await.map_err(failed)?;

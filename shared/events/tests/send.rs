@@ -197,3 +197,16 @@ async fn retry_after_is_kept_and_a_silent_receiver_times_out() {
     assert!(!got.refused && got.error.as_deref().unwrap_or("").contains("no answer"), "{got:?}");
     assert!((300..2_000).contains(&got.millis), "{got:?}");
 }
+
+#[tokio::test]
+async fn an_answer_with_a_huge_head_is_not_read_whole() {
+    let mut answer = b"HTTP/1.1 200 OK\r\n".to_vec();
+    for n in 0..1000 {
+        answer.extend_from_slice(format!("x-filler-{n}: {}\r\n", "y".repeat(200)).as_bytes());
+    }
+    answer.extend_from_slice(b"content-length: 0\r\n\r\n");
+    let r = receiver(answer, Duration::ZERO).await;
+    let got = sender(table(&[]), true).send(&format!("http://127.0.0.1:{}/", r.port), &MESSAGE).await;
+    assert_eq!(got.status, None, "{got:?}");
+    assert!(!got.refused && got.error.is_some(), "{got:?}");
+}

@@ -80,6 +80,28 @@ pub fn changes(old: Option<&Head>, new: Option<&Head>) -> Vec<Change> {
     out
 }
 
+/// The events one record of the Calls table's stream makes (Lambda's event JSON: its
+/// `eventName` and `dynamodb` with `NewImage` and `OldImage`; the stream must keep both
+/// images). `Err` for a record this cannot read: a `MODIFY` or `REMOVE` without its old image
+/// would read as a creation, so it is refused rather than guessed at. A call erased with no
+/// tombstone after it is erased at the record's `ApproximateCreationDateTime`.
+pub fn record_changes(record: &Value) -> Result<Vec<Change>, String> {
+    let name = record.get("eventName").and_then(Value::as_str).ok_or("a stream record without eventName")?;
+    let images = record.get("dynamodb").ok_or("a stream record without dynamodb")?;
+    let image = |key: &str| images.get(key).and_then(Head::from_image);
+    if matches!(name, "MODIFY" | "REMOVE") && images.get("OldImage").is_none() {
+        return Err(format!("a {name} record without its old image: the stream must be NEW_AND_OLD_IMAGES"));
+    }
+    let at_ms = images.get("ApproximateCreationDateTime").and_then(Value::as_f64).map(|s| (s * 1000.0) as u64);
+    let mut found = changes(image("OldImage").as_ref(), image("NewImage").as_ref());
+    for change in &mut found {
+        if change.kind == EventType::CallErased && image("NewImage").is_none() {
+            change.head.erased_at = at_ms.or(change.head.erased_at);
+        }
+    }
+    Ok(found)
+}
+
 impl Head {
     /// A stream record's image (`NewImage`, `OldImage`: DynamoDB's JSON, `{"S": …}`,
     /// `{"N": …}`) of a call's head; `None` for any other item, or one this cannot read.
@@ -169,6 +191,23 @@ mod tests {
         let other = changes(None, Some(&head(Some(6), 1))).remove(0);
         let ids = [&stored, &revised, &erased, &other].map(|c| c.message_id());
         assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 4, "{ids:?}");
+    }
+
+    #[test]
+    fn a_stream_record_without_its_old_image_is_refused() {
+        let new = json!({"pk": {"S": "CALL#7#c"}, "sk": {"S": "HEAD"}, "id": {"N": "5"}, "revision": {"N": "2"}});
+        let old = json!({"pk": {"S": "CALL#7#c"}, "sk": {"S": "HEAD"}, "id": {"N": "5"}, "revision": {"N": "1"}});
+        let modify = json!({"eventName": "MODIFY", "dynamodb": {"NewImage": new.clone(), "OldImage": old.clone()}});
+        assert_eq!(kinds(record_changes(&modify).unwrap()), [(EventType::CallRevised, Some(5), 2)]);
+        let insert = json!({"eventName": "INSERT", "dynamodb": {"NewImage": old.clone()}});
+        assert_eq!(kinds(record_changes(&insert).unwrap()), [(EventType::CallStored, Some(5), 1)]);
+        let bare = json!({"eventName": "MODIFY", "dynamodb": {"NewImage": new}});
+        assert!(record_changes(&bare).unwrap_err().contains("NEW_AND_OLD_IMAGES"));
+        let removed = json!({"eventName": "REMOVE",
+                             "dynamodb": {"OldImage": old, "ApproximateCreationDateTime": 1_795_000_000.0}});
+        let erased = record_changes(&removed).unwrap();
+        assert_eq!((erased[0].kind, erased[0].head.erased_at), (EventType::CallErased, Some(1_795_000_000_000)));
+        assert!(record_changes(&json!({"dynamodb": {}})).is_err());
     }
 
     #[test]

@@ -50,14 +50,21 @@ impl Store {
     /// After `stored`, a call of one revision this submission created (answered, or found
     /// when its answer was lost, or found stored by its pending copy: `Unchanged` when its
     /// frame is in S3, since such a copy reads the head first) or found stored by another
-    /// (noted all the same: the note names the call), unless noted before its put: a note
-    /// if it is late by now. The
+    /// (noted all the same: the note names the call), or any call a pending copy finds (its
+    /// direct write may have created it and answered 202 for want of its note, and a
+    /// revision landed since: a reader's find), unless noted before its put: a note if it
+    /// is late by now (keyed by this submission's receipt: settled when due). The
     /// put was visible before its answer came, so a call not late by then was there before
     /// any pass went by its start; one that turned late meanwhile (a put held up by
     /// throttles and retries, or delivered late) may not have been (a reviewer's find). A
     /// pending copy committed later finds its direct write's creation and notes it then.
-    pub(super) async fn note_if_late(&self, sub: &Submission, stored: &super::Stored) -> Result<(), StoreError> {
-        match (stored.revision == 1 && self.is_late(sub), super::item::parse_call_pk(&sub.pk)) {
+    pub(super) async fn note_if_late(
+        &self,
+        sub: &Submission,
+        stored: &super::Stored,
+        pending: bool,
+    ) -> Result<(), StoreError> {
+        match ((stored.revision == 1 || pending) && self.is_late(sub), super::item::parse_call_pk(&sub.pk)) {
             (true, Some((workspace_id, call_id))) => {
                 self.note_raw_late(workspace_id, call_id, stored.id, created_at(sub)).await
             }

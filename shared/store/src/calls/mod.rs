@@ -435,9 +435,13 @@ impl Store {
             }
         }
         if let (Ok(Some(stored)), false) = (&result, attempt.noted_late) {
-            // Not noted (within what is left of the budget): a send answers 202 (never 500:
-            // the call is stored) and its pending copy notes it when committed.
-            let noting = self.note_if_late(&sub, stored);
+            // Not noted within what is left of the budget (at least 100 ms, so a send may
+            // overrun it by that much): a send that created the call answers 202 (never 500:
+            // the call is stored; its frame is named, so none was erased above) and its
+            // pending copy notes it when committed. One that found its content stored
+            // (`Unchanged`, its frame perhaps erased above) answers as it would have: a 202
+            // would leave a copy whose frame is an erase's marker (a reader's find).
+            let noting = self.note_if_late(&sub, stored, path == Path::Pending);
             let noted = match budget {
                 None => noting.await,
                 Some(budget) => {
@@ -447,8 +451,12 @@ impl Store {
                         .unwrap_or_else(|_| Err(StoreError::Unavailable("timed out".into())))
                 }
             };
-            if let Err(e) = noted {
-                return Err(StoreError::Unavailable(format!("its note for the raw sweep: {e}")));
+            match noted {
+                Err(e) if path == Path::Direct && stored.outcome == Outcome::Unchanged => {
+                    tracing::warn!(error = %e, "a call found stored late not noted for the raw sweep");
+                }
+                Err(e) => return Err(StoreError::Unavailable(format!("its note for the raw sweep: {e}"))),
+                Ok(()) => {}
             }
         }
         result
