@@ -99,6 +99,20 @@ def template_schedules(path=TEMPLATE):
     ]
 
 
+def template_timeouts(path=TEMPLATE):
+    """Each function's timeout in seconds (its own `Timeout`, else the Globals'): {binary: s}."""
+    import yaml
+
+    with open(path) as f:
+        template = yaml.safe_load(f)
+    default = template.get("Globals", {}).get("Function", {}).get("Timeout", 3)
+    return {
+        resource["Metadata"]["BuildProperties"]["Binary"]: resource["Properties"].get("Timeout", default)
+        for resource in template["Resources"].values()
+        if resource.get("Type") == "AWS::Serverless::Function"
+    }
+
+
 def template_throttles(path=TEMPLATE):
     """The HTTP API's route throttles (devstack.throttles)."""
     import yaml
@@ -131,6 +145,7 @@ def run_on_schedule(function, seconds):
 ROUTES = template_routes()
 SCHEDULED = template_schedules()
 THROTTLES = template_throttles()
+TIMEOUTS = template_timeouts()
 # How often scheduled functions run locally (`LOCAL_SCHEDULE_SECONDS`, default 5).
 LOCAL_SCHEDULE_SECONDS = float(os.environ.get("LOCAL_SCHEDULE_SECONDS", "5"))
 # Lambda's limit on a function's answer (a synchronous invocation's response payload).
@@ -173,6 +188,8 @@ class Invocation:
     def __init__(self, event):
         self.id = str(uuid.uuid4())
         self.event = event
+        # When it was asked for: its deadline counts from here (see `Runtime.do_GET`).
+        self.asked = time.time()
         self.done = threading.Event()
         self.response = None  # (ok, bytes)
 
@@ -270,7 +287,11 @@ def runtime_handler(function):
             if not self.path.endswith("/runtime/invocation/next"):
                 return self.reply(404, b'{"message":"not found"}')
             inv = function.queue.get()
-            deadline = int((time.time() + TIMEOUT_S) * 1000)
+            # The function's timeout, counted from when the event was asked for: Lambda
+            # starts an instance where this waits for a free one, and API Gateway's 30 s
+            # count from the request. So a function that watches its deadline answers
+            # before the gateway gives up, here as in AWS.
+            deadline = int((inv.asked + TIMEOUTS.get(function.name, TIMEOUT_S - 1)) * 1000)
             self.reply(200, inv.event, [
                 ("Lambda-Runtime-Aws-Request-Id", inv.id),
                 ("Lambda-Runtime-Deadline-Ms", str(deadline)),

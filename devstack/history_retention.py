@@ -2,7 +2,8 @@
 schedule's faults in two workspaces with retention, then, once every one of them is due,
 what the retention sweep left.
 
-    part = RetentionPart(stack, seed, now)  # its workspaces (the stack's days: DAY_SECONDS)
+    with Stack(..., prepare=prepare) as stack:   # its workspaces, of DAY_SECONDS days
+    part = RetentionPart(stack, seed, now)
     part.start(deadline)                    # a client thread beside the schedule's, until deadline
     part.join()
     violations = part.check(horizon, out)   # after the faults stopped; waits until all is due
@@ -17,8 +18,12 @@ between about two thirds of a day and a day before (the put may land after a pas
 a year before (a backfill), ahead (listed later than received). Such calls are rare, as in
 production: a pass held back by one of them (`Step::Later`) covers the next.
 
-`make chaos` runs the stack with days of DAY_SECONDS, so a call is due within the run. Two
-workspaces of the run's own:
+`make chaos` runs the stack with `prepare`: two workspaces made before the functions start,
+whose days are DAY_SECONDS (`RETENTION_DAY_WORKSPACES`), so a call is due within the run.
+Every other workspace keeps production's days, and so its write profile: under short days
+every call of the other clients would be created late and noted, a write more each on the
+local DynamoDB, which serves one request at a time (seed 52's erases waited past the
+gateway's 30 s). The two workspaces:
 - `raw` (`raw_retention_days` 1): every call stays readable, every revision's raw body goes;
 - `gone` (`retention_days` 1): every call is erased.
 
@@ -43,7 +48,7 @@ from devstack.history import Op, Timing, Violation
 from devstack.stack import request
 from devstack.storage import aws
 
-# A day's length on the stack `make chaos` runs (RETENTION_DAY_SECONDS), short enough that
+# A day's length in the part's workspaces (RETENTION_DAY_SECONDS), short enough that
 # every call of the run is due soon after it. (A put that lands late is noted after its
 # answer, `Store::note_if_late`; the quarter day's margin, 5 s here, is for an instance gone
 # between its put and its answer, and for the sweep's clock ahead of the writer's.)
@@ -59,6 +64,26 @@ SWEEPS = 12
 RULES = ("raw_kept", "raw_call_lost", "retained", "retention_client")
 
 
+def prepare(stack):
+    """Makes the part's two workspaces on `stack` (`stack.retention`) and answers the
+    functions' settings that give them, and them alone, days of DAY_SECONDS."""
+    stack.retention = {kind: workspace(stack, kind, policy) for kind, policy in
+                       (("raw", ("--raw-retention-days", 1)), ("gone", ("--retention-days", 1)))}
+    return {"RETENTION_DAY_SECONDS": str(DAY_SECONDS),
+            "RETENTION_DAY_WORKSPACES": ",".join(str(ws["id"]) for ws in stack.retention.values())}
+
+
+def workspace(stack, kind, policy):
+    """A workspace `history-retention-<kind>` with `policy`, an agent and a key."""
+    ws = stack.ctl("workspace", "create", "--name", f"history-retention-{kind}")["id"]
+    stack.ctl("workspace", "policy", "--id", ws, *policy)
+    stack.ctl("workspace", "limit", "--id", ws, "--per-second", 1000)
+    stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "retention-agent", "--name", "Retention agent")
+    key = stack.ctl("key", "create", "--workspace", ws, "--name", "retention", "--scope", "send", "--scope",
+                    "read")["token"]
+    return {"id": ws, "key": key}
+
+
 class RetentionPart(threading.Thread):
     def __init__(self, stack, seed, recorder_now):
         super().__init__(daemon=True)
@@ -72,18 +97,7 @@ class RetentionPart(threading.Thread):
         self.error = None
         # The first 10 s in: the sweep's first pass has gone by then.
         self.special_at, self.specials = 10.0 - SPECIAL_EVERY, 0
-        self.workspaces = {kind: self._workspace(kind, policy) for kind, policy in
-                           (("raw", ("--raw-retention-days", 1)), ("gone", ("--retention-days", 1)))}
-
-    def _workspace(self, kind, policy):
-        stack, seed = self.stack, self.seed
-        ws = stack.ctl("workspace", "create", "--name", f"history-{seed}-{kind}")["id"]
-        stack.ctl("workspace", "policy", "--id", ws, *policy)
-        stack.ctl("workspace", "limit", "--id", ws, "--per-second", 1000)
-        stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "retention-agent", "--name", "Retention agent")
-        key = stack.ctl("key", "create", "--workspace", ws, "--name", "retention", "--scope", "send", "--scope",
-                        "read")["token"]
-        return {"id": ws, "key": key}
+        self.workspaces = stack.retention
 
     def start(self, deadline):
         self.deadline = deadline

@@ -126,8 +126,12 @@ class Faults:
 
 
 class Stack:
-    def __init__(self, instances=8, log=None, env=None):
+    def __init__(self, instances=8, log=None, env=None, prepare=None):
+        """`prepare(stack)`, when given, runs once the tables exist and before any function
+        starts; what it answers is added to the functions' environment (settings that name
+        what it made, such as `devstack.history_retention.prepare`'s workspaces)."""
         self.instances = instances
+        self.prepare = prepare
         self.log = log or open(os.devnull, "w")
         self.procs = []
         self.tmp = tempfile.mkdtemp(prefix="call-ingest-stack-")
@@ -196,6 +200,8 @@ class Stack:
         finally:
             os.environ.clear()
             os.environ.update(old_env)
+        if self.prepare is not None:
+            self.env.update(self.prepare(self))
         front = subprocess.Popen(
             [python, "-m", "devstack.gateway", "--port", str(self.port),
              "--instances", str(self.instances), "--bin", os.path.join(target_dir(), "debug")],

@@ -23,9 +23,10 @@ replays, erases and Retell webhooks under scheduled DynamoDB and S3 faults, at m
 --operations requests or --seconds, every request recorded and the history checked against
 the final table and bucket by devstack/history.py, and beside it calls in workspaces with
 retention, checked by devstack/history_retention.py; a seed replays its schedule:
-`make chaos SEED=n`). The stack's days are 20 s (`RETENTION_DAY_SECONDS`), so a call is due
-within the run; so nearly every call of the other phases, started a minute or more before it
-is sent, is noted for the raw sweep first (one more write, 18 hours in AWS). After each, with faults off, every call accepted (202, or a webhook's `accepted`)
+`make chaos SEED=n`). The retention part's two workspaces live days of 20 s
+(`RETENTION_DAY_WORKSPACES`), so their calls are due within the run; every other workspace
+keeps production's days, and production's writes. After each, with faults off, every call
+accepted (202, or a webhook's `accepted`)
 so far must be committed within 60 s; the next phase starts once it is.
 
 `webhooks`: a hook per provider, of the development workspace and agent, and one-shot
@@ -662,7 +663,7 @@ def main():
     p.add_argument("--log", help="keep the stack's log (the functions' and the fault layer's) in this file")
     a = p.parse_args()
     log = open(a.log, "w") if a.log else None
-    with Stack(instances=a.instances, log=log, env=history_run.STACK_ENV) as stack:
+    with Stack(instances=a.instances, log=log, prepare=history_run.PREPARE) as stack:
         report, _ = run(stack, a.seconds, a.seed, a.workers, phases=a.phases.split(","), one_shot=a.one_shot,
                         operations=a.operations)
     sys.exit(1 if any(report[k] for k in BROKEN) else 0)

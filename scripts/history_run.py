@@ -63,8 +63,8 @@ SECONDS = 300
 # Every 202 is committed within a minute once faults stop.
 COMMIT_WITHIN = 60
 HOOK_SECRET = "key_retell_history"
-# The stack's days are short, so that the retention part's calls are due within the run.
-STACK_ENV = {"RETENTION_DAY_SECONDS": str(history_retention.DAY_SECONDS)}
+# The retention part's workspaces, of short days, so that its calls are due within the run.
+PREPARE = history_retention.prepare
 WRITES = ("PutItem", "TransactWriteItems", "UpdateItem", "DeleteItem")
 
 
@@ -808,9 +808,10 @@ def run_in_workspace(stack, seed, operations, seconds, workers, horizon, out, sa
     schedule = plan(seed, operations, templates, stack.dev["agent_id"], shapes)
     calls = sorted({p.call for p in schedule})
     clients = Clients(stack, Recorder(), retell_hook(stack, HOOK_SECRET), HOOK_SECRET)
-    # Calls in workspaces with retention, beside the schedule, on a stack of short days.
+    # Calls in workspaces with retention and short days (made by PREPARE), beside the
+    # schedule.
     part = None
-    if stack.env.get("RETENTION_DAY_SECONDS") == str(history_retention.DAY_SECONDS):
+    if getattr(stack, "retention", None) is not None:
         part = history_retention.RetentionPart(stack, seed, clients.recorder.now)
     stack.faults.seed(seed)
     before = stack.faults.stats()
@@ -845,8 +846,7 @@ def run_in_workspace(stack, seed, operations, seconds, workers, horizon, out, sa
     if part is not None:
         violations += part.check(horizon, out)
     else:
-        print("history: no retention part (the stack's days are not "
-              f"RETENTION_DAY_SECONDS={history_retention.DAY_SECONDS})", file=out)
+        print("history: no retention part (the stack was not made with history_run.PREPARE)", file=out)
     if save:
         write_history(save, seed, horizon, settled, ops, final)
     report = {"operations": len(ops), "planned": len(schedule), "seconds": elapsed, "settled": settled,
@@ -943,7 +943,7 @@ def main():
     from devstack.stack import Stack
 
     log = open(a.log, "w") if a.log else None
-    with Stack(instances=a.instances, log=log, env=STACK_ENV) as stack:
+    with Stack(instances=a.instances, log=log, prepare=PREPARE) as stack:
         violations, _ = run(stack, a.seed, a.operations, a.seconds, a.workers, a.horizon, save=a.save, shapes=a.shapes)
     sys.exit(1 if violations else 0)
 

@@ -110,7 +110,7 @@ impl Backend {
             let frames = Frames::new(s3, self.config.frames_bucket.clone());
             Tables {
                 store: Store::new(client.clone(), frames, self.config.calls_table.clone(), self.config.id_block_size)
-                    .with_day_ms(self.config.retention_day_ms),
+                    .with_day(self.config.retention_day.clone()),
                 directory: Directory::new(client, self.config.directory_table.clone(), self.config.cache_ttl),
             }
         })
@@ -174,9 +174,8 @@ impl Backend {
 
     /// Erases the calls past their workspace's retention (`calls::retention`), each through
     /// the erase path, [`RETENTION_PARALLEL`] at a time, starting none after `deadline`.
-    /// `now_ms` is the time to count from (tests move it ahead); a workspace's `day_ms`
-    /// is a day's length (86,400,000 but where `RETENTION_DAY_SECONDS` shortens it, which
-    /// only the local stack may do).
+    /// `now_ms` is the time to count from (tests move it ahead); a day is 86,400,000 ms but
+    /// where the local stack shortens it (`config::RetentionDay`).
     pub async fn sweep_retention(
         &self,
         now_ms: u64,
@@ -234,7 +233,7 @@ impl Backend {
         sweep: &mut RetentionSweep,
     ) -> Result<bool, crate::calls::StoreError> {
         use futures_util::StreamExt;
-        let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day_ms);
+        let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day.ms(workspace_id));
         loop {
             if std::time::Instant::now() >= deadline {
                 sweep.unfinished = true;

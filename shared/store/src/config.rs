@@ -53,10 +53,44 @@ pub struct Config {
     /// `HOOK_KEY_ID`: the KMS key (id, ARN or alias) that seals webhook secrets (default
     /// `alias/call-ingest-webhooks`).
     pub hook_key_id: String,
-    /// A day's length for retention, in ms: 86,400,000, unless `RETENTION_DAY_SECONDS`
-    /// shortens it, which only the local stack does (its tests' calls expire in seconds;
-    /// `template.rs` asserts AWS never sets it).
-    pub retention_day_ms: u64,
+    /// A day's length for retention: 86,400,000 ms, unless the local stack shortens it.
+    pub retention_day: RetentionDay,
+}
+
+/// A day's length for retention. 86,400,000 ms, unless `RETENTION_DAY_SECONDS` shortens
+/// it, which only the local stack does (its tests' calls expire in seconds; `template.rs`
+/// asserts AWS never sets it): for every workspace, or only for those
+/// `RETENTION_DAY_WORKSPACES` lists (comma-separated ids), so that the history checker's
+/// retention workspaces live short days while the other clients' calls keep production's
+/// (each call of theirs would otherwise be created late, and noted: a write more).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetentionDay {
+    short_ms: u64,
+    only: Option<Vec<u64>>,
+}
+
+impl RetentionDay {
+    /// A day: 86,400,000 ms.
+    pub const MS: u64 = 86_400_000;
+
+    /// Days of `ms` for every workspace (tests).
+    pub fn every(ms: u64) -> RetentionDay {
+        RetentionDay { short_ms: ms, only: None }
+    }
+
+    /// A day's length, in ms, for `workspace_id`.
+    pub fn ms(&self, workspace_id: u64) -> u64 {
+        match &self.only {
+            Some(ids) if !ids.contains(&workspace_id) => Self::MS,
+            _ => self.short_ms,
+        }
+    }
+}
+
+impl Default for RetentionDay {
+    fn default() -> Self {
+        RetentionDay::every(Self::MS)
+    }
 }
 
 /// A value that is never printed (`Debug` shows its length only).
@@ -142,7 +176,22 @@ impl Config {
             events_allow_loopback: flag("EVENTS_ALLOW_LOOPBACK"),
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
-            retention_day_ms: number("RETENTION_DAY_SECONDS", 86_400, 1, 86_400)? * 1000,
+            retention_day: RetentionDay {
+                short_ms: number("RETENTION_DAY_SECONDS", 86_400, 1, 86_400)? * 1000,
+                only: match get("RETENTION_DAY_WORKSPACES").filter(|v| !v.trim().is_empty()) {
+                    None => None,
+                    Some(v) => Some(
+                        v.split(',')
+                            .map(|id| id.trim().parse::<u64>())
+                            .collect::<Result<_, _>>()
+                            .map_err(|_| ConfigError {
+                                name: "RETENTION_DAY_WORKSPACES",
+                                value: v.clone(),
+                                reason: "not a comma-separated list of workspace ids",
+                            })?,
+                    ),
+                },
+            },
             hook_key_id: get("HOOK_KEY_ID").filter(|v| !v.is_empty()).unwrap_or_else(|| DEFAULT_HOOK_KEY.to_owned()),
             cursor_secret: match get("CURSOR_SECRET").filter(|v| !v.is_empty()) {
                 None => None,
@@ -371,6 +420,17 @@ mod tests {
         .unwrap()
         .client();
         assert_eq!(client.config().region().map(|r| r.as_ref()), Some("eu-west-1"));
+    }
+
+    #[test]
+    fn a_short_day_is_for_the_workspaces_it_names_or_for_every_one() {
+        let day = |vars: &[(&str, &str)]| config(vars).map(|c| (c.retention_day.ms(7), c.retention_day.ms(8)));
+        assert_eq!(day(&[]).unwrap(), (86_400_000, 86_400_000));
+        assert_eq!(day(&[("RETENTION_DAY_SECONDS", "20")]).unwrap(), (20_000, 20_000));
+        let named = [("RETENTION_DAY_SECONDS", "20"), ("RETENTION_DAY_WORKSPACES", "3, 7")];
+        assert_eq!(day(&named).unwrap(), (20_000, 86_400_000));
+        assert!(day(&[("RETENTION_DAY_SECONDS", "20"), ("RETENTION_DAY_WORKSPACES", "7,x")]).is_err());
+        assert!(day(&[("RETENTION_DAY_SECONDS", "86401")]).is_err());
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl Backend {
                 }
             }
         }
-        let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day_ms);
+        let cutoff = now_ms.saturating_sub(u64::from(days) * self.config.retention_day.ms(workspace_id));
         // Calls created late, below where the passes stand.
         let late = self.sweep_raw_late(workspace_id, cutoff, now_ms, deadline).await?;
         again += late.rewritten;
@@ -211,7 +211,7 @@ impl Backend {
         // One pass over every call stored before it began.
         walk.target.get_or_insert(now_ms + 1);
         let apply =
-            Apply { policy: &read.policy, identity_key: key.as_deref(), now_ms, day_ms: self.config.retention_day_ms };
+            Apply { policy: &read.policy, identity_key: key.as_deref(), now_ms, day_ms: self.config.retention_day.ms(workspace_id) };
         let budget = std::sync::atomic::AtomicU64::new(max_calls.unwrap_or(u64::MAX));
         let budget = &budget;
         let mut progress = self

@@ -40,11 +40,14 @@ fn created_at(sub: &Submission) -> u64 {
 }
 
 impl Store {
-    /// Whether the call `sub` creates is created late, by now (`late_after`).
-    fn is_late(&self, sub: &Submission) -> bool {
+    /// The call `sub` creates (its workspace and call id) if it is created late, by now
+    /// (`late_after`).
+    fn late_call<'s>(&self, sub: &'s Submission) -> Option<(u64, &'s str)> {
+        let (workspace_id, call_id) = super::item::parse_call_pk(&sub.pk)?;
         let created_at = created_at(sub);
         let listed = sub.listed_ms().unwrap_or(created_at).min(created_at);
-        super::now_ms().saturating_sub(listed) >= late_after(self.day_ms)
+        let late = super::now_ms().saturating_sub(listed) >= late_after(self.day.ms(workspace_id));
+        late.then_some((workspace_id, call_id))
     }
 
     /// After `stored`, a call of one revision this submission created (answered, or found
@@ -64,11 +67,11 @@ impl Store {
         stored: &super::Stored,
         pending: bool,
     ) -> Result<(), StoreError> {
-        match ((stored.revision == 1 || pending) && self.is_late(sub), super::item::parse_call_pk(&sub.pk)) {
-            (true, Some((workspace_id, call_id))) => {
+        match (stored.revision == 1 || pending).then(|| self.late_call(sub)).flatten() {
+            Some((workspace_id, call_id)) => {
                 self.note_raw_late(workspace_id, call_id, stored.id, created_at(sub)).await
             }
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 
@@ -87,11 +90,9 @@ impl Store {
         // put is visible, so it is noted for the sweep first.
         let made_at = sub.made_at();
         let created_at = created_at(sub);
-        if self.is_late(sub) {
-            if let Some((workspace_id, call_id)) = super::item::parse_call_pk(&sub.pk) {
-                self.note_raw_late(workspace_id, call_id, id, created_at).await?;
-                *noted = true;
-            }
+        if let Some((workspace_id, call_id)) = self.late_call(sub) {
+            self.note_raw_late(workspace_id, call_id, id, created_at).await?;
+            *noted = true;
         }
         let mut head = sub.head(id, 1, &made_at);
         let mut put = Put::builder().table_name(&self.table).condition_expression(ON_NOTHING);

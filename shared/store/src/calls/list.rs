@@ -191,7 +191,7 @@ impl Store {
         };
         // Listed now, behind where the raw sweep's passes may stand: noted for it first, as
         // a call created late is (a reviewer's find).
-        let late = super::now_ms().saturating_sub(listed_ms) >= super::create::late_after(self.day_ms);
+        let late = super::now_ms().saturating_sub(listed_ms) >= super::create::late_after(self.day.ms(workspace_id));
         if let (true, Some(id), Some((_, call_id))) = (late, get_u64(head, "id"), super::item::parse_call_pk(pk)) {
             self.note_raw_late(workspace_id, call_id, id, created_at.unwrap_or(listed_ms)).await?;
         }

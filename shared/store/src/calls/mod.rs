@@ -177,7 +177,7 @@ pub struct Store {
     held_index: held::HeldIndex,
     /// A day's length (`RETENTION_DAY_SECONDS`): a call created three quarters of it or more
     /// after it started is noted for the raw sweep (`rewrite::raw_late_pk`).
-    day_ms: u64,
+    day: crate::config::RetentionDay,
 }
 
 impl Store {
@@ -190,13 +190,13 @@ impl Store {
             ids: IdBlocks::new(id_block_size),
             commit_memory,
             held_index: Default::default(),
-            day_ms: 86_400_000,
+            day: Default::default(),
         }
     }
 
-    /// This store with days of `day_ms` (the local stack shortens them).
-    pub fn with_day_ms(mut self, day_ms: u64) -> Self {
-        self.day_ms = day_ms;
+    /// This store with days of `day` (the local stack shortens them).
+    pub fn with_day(mut self, day: crate::config::RetentionDay) -> Self {
+        self.day = day;
         self
     }
 

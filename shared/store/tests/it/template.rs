@@ -486,6 +486,7 @@ fn senders_open_only_identity_keys() {
 fn retention_runs_on_a_schedule_counting_real_days() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
     assert!(!text.contains("RETENTION_DAY_SECONDS"), "a shortened day is the local stack's only");
+    assert!(!text.contains("RETENTION_DAY_WORKSPACES"), "a shortened day is the local stack's only");
     let t = template();
     let erase = &t["Resources"]["EraseCallFunction"]["Properties"];
     assert_eq!(erase["Events"]["Retention"]["Type"], "Schedule");
