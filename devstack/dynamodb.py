@@ -14,6 +14,9 @@ keys, numbers out of range, large items) and injects DynamoDB's failures on comm
 (`POST /_faults/rules`; see devstack/faults.py).
 
 DEVSTACK_TRACEMALLOC=<file> writes where the process's memory goes to <file> every 10 s.
+DEVSTACK_PROFILE=<file> writes where its time goes to <file> every 10 s: each service's
+operations (count, ms inside moto) and the functions that took most of it (cProfile). For
+finding what holds a drain back: every request waits for the one before it.
 
 With --watch-stdin the server stops as soon as its parent goes away (its end of the pipe
 closes), so a test run never leaves a server behind.
@@ -31,8 +34,9 @@ from moto.moto_server.threaded_moto_server import MotoRequestHandler
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
-from devstack import transactions
+from devstack import moto_speed, transactions
 from devstack.faults import FaultLayer, service_of
+from devstack.wire import s3_operation
 
 
 class QuietHandler(MotoRequestHandler):
@@ -45,7 +49,57 @@ class QuietHandler(MotoRequestHandler):
         pass
 
 
-def one_at_a_time(app):
+class Profile:
+    """Time spent in moto, by service and operation, and by function (one cProfile per
+    service: its requests run one at a time, see `one_at_a_time`)."""
+
+    def __init__(self, path):
+        import cProfile
+
+        self.path = path
+        self.ops = {}
+        self.profiles = {}
+        self.lock = threading.Lock()
+        self.new = cProfile.Profile
+
+    def run(self, service, environ, call):
+        op = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2] or s3_operation(environ)
+        with self.lock:
+            profile = self.profiles.setdefault(service, self.new())
+        started = time.perf_counter()
+        profile.enable()
+        try:
+            return call()
+        finally:
+            profile.disable()
+            took = (time.perf_counter() - started) * 1000
+            with self.lock:
+                count, ms = self.ops.get((service, op), (0, 0.0))
+                self.ops[(service, op)] = (count + 1, ms + took)
+
+    def write_every(self, every=10):
+        import io
+        import pstats
+
+        while True:
+            time.sleep(every)
+            with self.lock:
+                ops = sorted(self.ops.items(), key=lambda kv: -kv[1][1])
+                profiles = dict(self.profiles)
+            out = io.StringIO()
+            for (service, op), (count, ms) in ops:
+                out.write(f"{service:9} {op:28} {count:7} {ms:10.0f} ms {ms / count:7.2f} ms each\n")
+            for service, profile in profiles.items():
+                out.write(f"\n--- {service}\n")
+                try:
+                    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(25)
+                except (TypeError, ValueError):
+                    pass
+            with open(self.path, "w") as f:
+                f.write(out.getvalue())
+
+
+def one_at_a_time(app, profile=None):
     """Each service's requests one at a time, and the services alongside one another: a
     DynamoDB request never waits for an S3 one. Behind one lock, the pending sweep's S3
     traffic, the clients and the read-back queued on one another. (moto's S3 is not safe
@@ -59,7 +113,9 @@ def one_at_a_time(app):
         with guard:
             lock = locks.setdefault(service, threading.Lock())
         with lock:
-            return list(app(environ, start_response))
+            if profile is None:
+                return list(app(environ, start_response))
+            return profile.run(service, environ, lambda: list(app(environ, start_response)))
 
     return serial
 
@@ -97,7 +153,11 @@ def main():
     p.add_argument("--watch-stdin", action="store_true")
     a = p.parse_args()
     transactions.install()
-    app = FaultLayer(one_at_a_time(DomainDispatcherApplication(create_backend_app)), key_names)
+    moto_speed.install()
+    profile = Profile(os.environ["DEVSTACK_PROFILE"]) if os.environ.get("DEVSTACK_PROFILE") else None
+    if profile is not None:
+        threading.Thread(target=profile.write_every, daemon=True).start()
+    app = FaultLayer(one_at_a_time(DomainDispatcherApplication(create_backend_app), profile), key_names)
     server = make_server(a.host, a.port, app, threaded=True, request_handler=QuietHandler)
     # werkzeug listens with a backlog of 128: the clients, 8 instances per function, the
     # committer's 16 commits at once and the read-back overflow it, and a refused connection
