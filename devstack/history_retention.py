@@ -257,7 +257,7 @@ def now_ms():
 
 
 def call_items(stack, ws, call):
-    """Every item of a call's partition."""
+    """Every item of call `call`'s partition in workspace `ws`, in sort key order."""
     ddb = aws(stack, "dynamodb")
     args = {"TableName": stack.calls_table, "KeyConditionExpression": "pk = :pk", "ConsistentRead": True,
             "ExpressionAttributeValues": {":pk": {"S": f"CALL#{ws}#{call}"}}}

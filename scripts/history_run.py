@@ -508,24 +508,6 @@ def pending_keys(stack, limit=1000, prefixes=("pending/",)):
     return keys
 
 
-def call_items(stack, call):
-    """Every item of a call's partition, in sort key order."""
-    ddb = aws(stack, "dynamodb")
-    pk = f"CALL#{stack.dev['workspace_id']}#{call}"
-    items, start = [], None
-    for _ in range(100):
-        args = {"TableName": stack.calls_table, "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": pk}}, "ConsistentRead": True}
-        if start:
-            args["ExclusiveStartKey"] = start
-        page = ddb.query(**args)
-        items += page["Items"]
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            break
-    return items
-
-
 def named_frames(stack):
     """Every `frame_key` an item of the Calls table holds, and every trace part a trace's
     item names (`traces/spans/{workspace}/{trace}/{part}`)."""
@@ -556,7 +538,8 @@ def erasing_heads(stack, calls):
     """{call: internal id} of calls whose erase began and did not finish."""
     out = {}
     for call in calls:
-        head = next((i for i in call_items(stack, call) if i["sk"]["S"] == "HEAD"), None)
+        items = history_retention.call_items(stack, stack.dev["workspace_id"], call)
+        head = next((i for i in items if i["sk"]["S"] == "HEAD"), None)
         if head and "erasing" in head and "id" in head:
             out[call] = int(head["id"]["N"])
     return out
@@ -597,7 +580,7 @@ def settle(stack, clients, calls, ops, horizon, rng, out):
 
 def read_call(stack, clients, call, pattern):
     """The final state of one call: revisions (marker, token), readable or not."""
-    items = call_items(stack, call)
+    items = history_retention.call_items(stack, stack.dev["workspace_id"], call)
     tokens = {}
     for item in items:
         sk = item["sk"]["S"]

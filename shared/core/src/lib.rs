@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod call;
+pub mod call_key;
 pub mod events;
 pub mod normalize;
 pub mod privacy;

@@ -111,7 +111,9 @@ impl Head {
         if s("sk")?.as_str() != "HEAD" {
             return None;
         }
-        let (workspace_id, call_id) = parse_call_pk(&s("pk")?)?;
+        let pk = s("pk")?;
+        let (workspace_id, call_id) = crate::call_key::parse_call_pk(&pk)?;
+        let call_id = call_id.to_owned();
         Some(Head {
             id: n("id"),
             revision: n("revision").unwrap_or(0),
@@ -126,13 +128,6 @@ impl Head {
             erased_at: n("erased_at"),
         })
     }
-}
-
-/// `CALL#<workspace>#<call id>` (the call id may hold `#`).
-fn parse_call_pk(pk: &str) -> Option<(u64, String)> {
-    let rest = pk.strip_prefix("CALL#")?;
-    let (workspace, call_id) = rest.split_once('#')?;
-    Some((workspace.parse().ok()?, call_id.to_owned()))
 }
 
 #[cfg(test)]

@@ -40,14 +40,14 @@ fn created_at(sub: &Submission) -> u64 {
 }
 
 impl Store {
-    /// The call `sub` creates (its workspace and call id) if it is created late, by now
-    /// (`late_after`).
-    fn late_call<'s>(&self, sub: &'s Submission) -> Option<(u64, &'s str)> {
+    /// The call `sub` creates (its workspace, call id and `created_at`) if it is created
+    /// late, by now (`late_after`).
+    fn late_call<'s>(&self, sub: &'s Submission) -> Option<(u64, &'s str, u64)> {
         let (workspace_id, call_id) = super::item::parse_call_pk(&sub.pk)?;
         let created_at = created_at(sub);
         let listed = sub.listed_ms().unwrap_or(created_at).min(created_at);
         let late = super::now_ms().saturating_sub(listed) >= late_after(self.day.ms(workspace_id));
-        late.then_some((workspace_id, call_id))
+        late.then_some((workspace_id, call_id, created_at))
     }
 
     /// After `stored`, a call of one revision this submission created (answered, or found
@@ -68,8 +68,8 @@ impl Store {
         pending: bool,
     ) -> Result<(), StoreError> {
         match (stored.revision == 1 || pending).then(|| self.late_call(sub)).flatten() {
-            Some((workspace_id, call_id)) => {
-                self.note_raw_late(workspace_id, call_id, stored.id, created_at(sub)).await
+            Some((workspace_id, call_id, created_at)) => {
+                self.note_raw_late(workspace_id, call_id, stored.id, created_at).await
             }
             None => Ok(()),
         }
@@ -89,8 +89,7 @@ impl Store {
         // received): the raw sweep's passes may have gone by it already, or will before this
         // put is visible, so it is noted for the sweep first.
         let made_at = sub.made_at();
-        let created_at = created_at(sub);
-        if let Some((workspace_id, call_id)) = self.late_call(sub) {
+        if let Some((workspace_id, call_id, created_at)) = self.late_call(sub) {
             self.note_raw_late(workspace_id, call_id, id, created_at).await?;
             *noted = true;
         }

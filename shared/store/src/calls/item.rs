@@ -9,17 +9,7 @@ use super::StoreError;
 /// A DynamoDB item.
 pub type Item = HashMap<String, AttributeValue>;
 
-/// Partition key of a call: one namespace per workspace, shared by both operations.
-pub fn call_pk(workspace_id: u64, call_id: &str) -> String {
-    format!("CALL#{workspace_id}#{call_id}")
-}
-
-/// The workspace and call id a call partition key holds.
-pub fn parse_call_pk(pk: &str) -> Option<(u64, &str)> {
-    let rest = pk.strip_prefix("CALL#")?;
-    let (workspace, call_id) = rest.split_once('#')?;
-    Some((workspace.parse().ok()?, call_id))
-}
+pub use call_ingest_core::call_key::{call_pk, parse_call_pk};
 
 pub const HEAD: &str = "HEAD";
 
