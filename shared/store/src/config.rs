@@ -6,6 +6,7 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::config::Credentials;
 
+use crate::day::RetentionDay;
 use crate::directory::limits::MAX_LIMIT;
 
 /// Everything the functions and `callctl` read from the environment.
@@ -55,42 +56,6 @@ pub struct Config {
     pub hook_key_id: String,
     /// A day's length for retention: 86,400,000 ms, unless the local stack shortens it.
     pub retention_day: RetentionDay,
-}
-
-/// A day's length for retention. 86,400,000 ms, unless `RETENTION_DAY_SECONDS` shortens
-/// it, which only the local stack does (its tests' calls expire in seconds; `template.rs`
-/// asserts AWS never sets it): for every workspace, or only for those
-/// `RETENTION_DAY_WORKSPACES` lists (comma-separated ids), so that the history checker's
-/// retention workspaces live short days while the other clients' calls keep production's
-/// (each call of theirs would otherwise be created late, and noted: a write more).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetentionDay {
-    short_ms: u64,
-    only: Option<Vec<u64>>,
-}
-
-impl RetentionDay {
-    /// A day: 86,400,000 ms.
-    pub const MS: u64 = 86_400_000;
-
-    /// Days of `ms` for every workspace (tests).
-    pub fn every(ms: u64) -> RetentionDay {
-        RetentionDay { short_ms: ms, only: None }
-    }
-
-    /// A day's length, in ms, for `workspace_id`.
-    pub fn ms(&self, workspace_id: u64) -> u64 {
-        match &self.only {
-            Some(ids) if !ids.contains(&workspace_id) => Self::MS,
-            _ => self.short_ms,
-        }
-    }
-}
-
-impl Default for RetentionDay {
-    fn default() -> Self {
-        RetentionDay::every(Self::MS)
-    }
 }
 
 /// A value that is never printed (`Debug` shows its length only).
@@ -176,22 +141,21 @@ impl Config {
             events_allow_loopback: flag("EVENTS_ALLOW_LOOPBACK"),
             warm_up: flag("WARM_UP"),
             json_logs: get("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
-            retention_day: RetentionDay {
-                short_ms: number("RETENTION_DAY_SECONDS", 86_400, 1, 86_400)? * 1000,
-                only: match get("RETENTION_DAY_WORKSPACES").filter(|v| !v.trim().is_empty()) {
+            retention_day: RetentionDay::new(
+                number("RETENTION_DAY_SECONDS", 86_400, 1, 86_400)? * 1000,
+                match get("RETENTION_DAY_WORKSPACES").filter(|v| !v.trim().is_empty()) {
                     None => None,
-                    Some(v) => Some(
-                        v.split(',')
-                            .map(|id| id.trim().parse::<u64>())
-                            .collect::<Result<_, _>>()
-                            .map_err(|_| ConfigError {
+                    Some(v) => {
+                        Some(v.split(',').map(|id| id.trim().parse::<u64>()).collect::<Result<_, _>>().map_err(
+                            |_| ConfigError {
                                 name: "RETENTION_DAY_WORKSPACES",
                                 value: v.clone(),
                                 reason: "not a comma-separated list of workspace ids",
-                            })?,
-                    ),
+                            },
+                        )?)
+                    }
                 },
-            },
+            ),
             hook_key_id: get("HOOK_KEY_ID").filter(|v| !v.is_empty()).unwrap_or_else(|| DEFAULT_HOOK_KEY.to_owned()),
             cursor_secret: match get("CURSOR_SECRET").filter(|v| !v.is_empty()) {
                 None => None,

@@ -11,6 +11,7 @@
 pub mod backend;
 pub mod calls;
 pub mod config;
+pub mod day;
 pub mod directory;
 pub mod patience;
 pub mod rewrites;

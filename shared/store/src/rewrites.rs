@@ -210,8 +210,12 @@ impl Backend {
         .unwrap_or_else(|| Walk { note: applying, ..Walk::default() });
         // One pass over every call stored before it began.
         walk.target.get_or_insert(now_ms + 1);
-        let apply =
-            Apply { policy: &read.policy, identity_key: key.as_deref(), now_ms, day_ms: self.config.retention_day.ms(workspace_id) };
+        let apply = Apply {
+            policy: &read.policy,
+            identity_key: key.as_deref(),
+            now_ms,
+            day_ms: self.config.retention_day.ms(workspace_id),
+        };
         let budget = std::sync::atomic::AtomicU64::new(max_calls.unwrap_or(u64::MAX));
         let budget = &budget;
         let mut progress = self

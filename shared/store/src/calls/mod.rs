@@ -177,7 +177,7 @@ pub struct Store {
     held_index: held::HeldIndex,
     /// A day's length (`RETENTION_DAY_SECONDS`): a call created three quarters of it or more
     /// after it started is noted for the raw sweep (`rewrite::raw_late_pk`).
-    day: crate::config::RetentionDay,
+    day: crate::day::RetentionDay,
 }
 
 impl Store {
@@ -195,7 +195,7 @@ impl Store {
     }
 
     /// This store with days of `day` (the local stack shortens them).
-    pub fn with_day(mut self, day: crate::config::RetentionDay) -> Self {
+    pub fn with_day(mut self, day: crate::day::RetentionDay) -> Self {
         self.day = day;
         self
     }
