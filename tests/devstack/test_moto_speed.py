@@ -6,17 +6,20 @@ import boto3
 import pytest
 from moto import mock_aws
 from moto.dynamodb.models.table import Table
+from moto.sqs.models import Queue
 
 from devstack import moto_speed
 
 # moto's own, as imported (each test puts them back, and install() patches over them).
 ORIGINALS = {name: Table.__dict__[name] for name in ("all_items", "query", "sorted_items")}
+VISIBLE = Queue.__dict__["messages"]
 
 
 @pytest.fixture
 def db(monkeypatch):
     for name, original in ORIGINALS.items():
         monkeypatch.setattr(Table, name, original)
+    monkeypatch.setattr(Queue, "messages", VISIBLE)
     with mock_aws():
         c = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
         c.create_table(
@@ -78,3 +81,18 @@ def test_a_table_query_reads_its_partition_only(db, monkeypatch):
     moto_speed.install()
     monkeypatch.setattr(Table, "all_items", lambda self: pytest.fail("the whole table was read"))
     assert pages(db, **QUERIES[0])[0][0]
+
+
+def test_a_queue_shows_the_same_messages(db):
+    sqs = boto3.client("sqs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    for n in range(6):
+        sqs.send_message(QueueUrl=url, MessageBody=str(n), DelaySeconds=60 if n == 5 else 0)
+    taken = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2, VisibilityTimeout=60)["Messages"]
+    assert len(taken) == 2
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends["123456789012"]["us-east-1"].queues["q"]
+    before = [m.body for m in queue.messages]
+    moto_speed.install()
+    assert [m.body for m in queue.messages] == before == ["2", "3", "4"]
