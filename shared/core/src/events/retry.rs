@@ -49,20 +49,52 @@ pub fn next_wait(attempt: u32, retry_after: Option<u64>, jitter: f64) -> Option<
     Some(stretched.max(retry_after.unwrap_or(0)).min(MAX_WAIT_SECONDS))
 }
 
-/// `Retry-After`'s seconds: a number of seconds, or an HTTP date (IMF-fixdate) less now;
-/// `None` when it is neither. Capped at [`MAX_WAIT_SECONDS`].
+/// `Retry-After`'s seconds: a number of seconds, or an HTTP date less now; `None` when it
+/// is neither. Capped at [`MAX_WAIT_SECONDS`].
 pub fn retry_after_seconds(value: &str, now_ms: u64) -> Option<u64> {
-    const IMF_FIXDATE: &[FormatItem<'_>] =
-        format_description!("[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT");
     let value = value.trim();
     let seconds = match value.parse::<u64>() {
         Ok(seconds) => seconds,
         Err(_) => {
-            let at = PrimitiveDateTime::parse(value, IMF_FIXDATE).ok()?.assume_utc().unix_timestamp();
+            let at = http_date(value, now_ms)?.assume_utc().unix_timestamp();
             u64::try_from(at).ok()?.saturating_sub(now_ms / 1000)
         }
     };
     Some(seconds.min(MAX_WAIT_SECONDS))
+}
+
+/// An HTTP date in any of the three forms a recipient must read (RFC 9110, 5.6.7):
+/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850
+/// (`Sunday, 06-Nov-94 08:49:37 GMT`, its two-digit year the nearest one not more than 50
+/// years ahead of `now_ms`) and asctime (`Sun Nov  6 08:49:37 1994`).
+fn http_date(value: &str, now_ms: u64) -> Option<PrimitiveDateTime> {
+    const IMF_FIXDATE: &[FormatItem<'_>] =
+        format_description!("[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT");
+    const RFC_850: &[FormatItem<'_>] =
+        format_description!("[weekday repr:long], [day]-[month repr:short]-[year] [hour]:[minute]:[second] GMT");
+    const ASCTIME: &[FormatItem<'_>] = format_description!(
+        "[weekday repr:short] [month repr:short] [day padding:space] [hour]:[minute]:[second] [year]"
+    );
+    if let Ok(at) = PrimitiveDateTime::parse(value, IMF_FIXDATE) {
+        return Some(at);
+    }
+    if let Ok(at) = PrimitiveDateTime::parse(value, ASCTIME) {
+        return Some(at);
+    }
+    // RFC 850: its year of two digits made whole, then read as the others are.
+    let (weekday, rest) = value.split_once(", ")?;
+    let (date, time) = rest.split_once(' ')?;
+    let (day_month, year) = date.rsplit_once('-')?;
+    if year.len() != 2 || !year.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let this_year = 1970 + (now_ms / 1000 / 31_556_952) as i64;
+    let short: i64 = year.parse().ok()?;
+    let mut whole = this_year - this_year.rem_euclid(100) + short;
+    if whole > this_year + 50 {
+        whole -= 100;
+    }
+    PrimitiveDateTime::parse(&format!("{weekday}, {day_month}-{whole} {time}"), RFC_850).ok()
 }
 
 #[cfg(test)]
@@ -98,7 +130,11 @@ mod tests {
         assert_eq!(retry_after_seconds("Wed, 18 Nov 2026 11:08:40 GMT", now), Some(120));
         assert_eq!(retry_after_seconds("Wed, 18 Nov 2026 11:00:00 GMT", now), Some(0), "past");
         assert_eq!(retry_after_seconds("99999999", now), Some(MAX_WAIT_SECONDS));
-        for bad in ["", "-1", "soon", "1.5", "Wed, 18 Nov 2026 11:08:40 PST"] {
+        // The obsolete forms a recipient must read too (RFC 9110, 5.6.7).
+        assert_eq!(retry_after_seconds("Wednesday, 18-Nov-26 11:08:40 GMT", now), Some(120));
+        assert_eq!(retry_after_seconds("Wed Nov 18 11:08:40 2026", now), Some(120));
+        assert_eq!(retry_after_seconds("Wednesday, 18-Nov-99 11:08:40 GMT", now), Some(0), "1999, not 2099");
+        for bad in ["", "-1", "soon", "1.5", "Wed, 18 Nov 2026 11:08:40 PST", "Wednesday, 18-Nov-2026 11:08:40 GMT"] {
             assert_eq!(retry_after_seconds(bad, now), None, "{bad:?}");
         }
     }
