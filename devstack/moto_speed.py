@@ -17,7 +17,7 @@ devstack.dynamodb) spent most of their time on three things AWS never does
 So (`install`, before the server starts):
 - `Table.all_items` sorts by the values themselves, converted once per item;
 - `Table.query` of the table (no index) reads only the partition it names; a Query of an
-  index still goes over every item, as moto keeps no index, but without the sort;
+  index still goes over every item, as moto keeps no index (and sorts them, more cheaply);
 - `Table.sorted_items` (an index's order) sorts by converted values too;
 - the list of moto's services is read once;
 - a queue's visible messages are found with one reading of the clock.
