@@ -66,59 +66,48 @@ INVOKE_PATH = re.compile(r"/2015-03-31/functions/([A-Za-z0-9_-]+)/invocations")
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "template.yaml")
 
 
-def template_routes(path=TEMPLATE):
-    """The HTTP API's routes as template.yaml declares them: (method, path, function binary)
-    for each HttpApi event of each function."""
+def load_template(path=TEMPLATE):
+    """template.yaml, read once: the routes, schedules, timeouts, throttles and queues below
+    are all read from this one parse."""
     import yaml  # PyYAML, in the virtualenv (a dependency of moto and the SAM CLI)
 
     with open(path) as f:
-        template = yaml.safe_load(f)
-    routes = []
-    for resource in template["Resources"].values():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        binary = resource["Metadata"]["BuildProperties"]["Binary"]
-        for event in resource["Properties"].get("Events", {}).values():
-            if event.get("Type") == "HttpApi":
-                routes.append((event["Properties"]["Method"].upper(), event["Properties"]["Path"], binary))
-    return routes
+        return yaml.safe_load(f)
 
 
-def template_schedules(path=TEMPLATE):
-    """The functions template.yaml runs on a schedule (an EventBridge `Schedule` event):
-    their binaries."""
-    import yaml
+def _functions(template):
+    return [r for r in template["Resources"].values() if r.get("Type") == "AWS::Serverless::Function"]
 
-    with open(path) as f:
-        template = yaml.safe_load(f)
+
+def _binary(resource):
+    return resource["Metadata"]["BuildProperties"]["Binary"]
+
+
+def template_routes(template):
+    """The HTTP API's routes as template.yaml declares them: (method, path, function binary)
+    for each HttpApi event of each function."""
     return [
-        resource["Metadata"]["BuildProperties"]["Binary"]
-        for resource in template["Resources"].values()
-        if resource.get("Type") == "AWS::Serverless::Function"
-        and any(e.get("Type") == "Schedule" for e in resource["Properties"].get("Events", {}).values())
+        (event["Properties"]["Method"].upper(), event["Properties"]["Path"], _binary(resource))
+        for resource in _functions(template)
+        for event in resource["Properties"].get("Events", {}).values()
+        if event.get("Type") == "HttpApi"
     ]
 
 
-def template_timeouts(path=TEMPLATE):
+def template_schedules(template):
+    """The functions template.yaml runs on a schedule (an EventBridge `Schedule` event):
+    their binaries."""
+    return [
+        _binary(resource)
+        for resource in _functions(template)
+        if any(e.get("Type") == "Schedule" for e in resource["Properties"].get("Events", {}).values())
+    ]
+
+
+def template_timeouts(template):
     """Each function's timeout in seconds (its own `Timeout`, else the Globals'): {binary: s}."""
-    import yaml
-
-    with open(path) as f:
-        template = yaml.safe_load(f)
     default = template.get("Globals", {}).get("Function", {}).get("Timeout", 3)
-    return {
-        resource["Metadata"]["BuildProperties"]["Binary"]: resource["Properties"].get("Timeout", default)
-        for resource in template["Resources"].values()
-        if resource.get("Type") == "AWS::Serverless::Function"
-    }
-
-
-def template_throttles(path=TEMPLATE):
-    """The HTTP API's route throttles (devstack.throttles)."""
-    import yaml
-
-    with open(path) as f:
-        return Throttles(yaml.safe_load(f))
+    return {_binary(resource): resource["Properties"].get("Timeout", default) for resource in _functions(template)}
 
 
 def scheduled_event():
@@ -142,10 +131,11 @@ def run_on_schedule(function, seconds):
 
 # (method, path, function). A route with the request's method wins over ANY, as in API
 # Gateway; `{name}` is one path segment.
-ROUTES = template_routes()
-SCHEDULED = template_schedules()
-THROTTLES = template_throttles()
-TIMEOUTS = template_timeouts()
+TEMPLATE_DOC = load_template()
+ROUTES = template_routes(TEMPLATE_DOC)
+SCHEDULED = template_schedules(TEMPLATE_DOC)
+THROTTLES = Throttles(TEMPLATE_DOC)
+TIMEOUTS = template_timeouts(TEMPLATE_DOC)
 # How often scheduled functions run locally (`LOCAL_SCHEDULE_SECONDS`, default 5).
 LOCAL_SCHEDULE_SECONDS = float(os.environ.get("LOCAL_SCHEDULE_SECONDS", "5"))
 # Lambda's limit on a function's answer (a synchronous invocation's response payload).
@@ -492,21 +482,25 @@ def main():
     parser.add_argument("--instances", type=int, default=8)
     parser.add_argument("--bin", required=True, help="directory holding the functions' binaries")
     args = parser.parse_args()
+    # Requests' instances (routes and the Invoke API) and the instances events other than
+    # requests run (one for a schedule, one for each poller of a queue: the event source
+    # mapping's MaximumConcurrency) are kept apart, as Lambda's concurrency is shared but a
+    # sweep never holds the instance a request was promised.
     functions = {}
+    background = {}
     started = []
     for _, _, name in ROUTES:
         if name not in functions:
             f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
             functions[name] = f
             started.append(f)
-    # The functions events other than requests run: one instance for a schedule, and one
-    # for each poller of a queue (the event source mapping's MaximumConcurrency).
-    queues = Queues.from_template(TEMPLATE)
+    queues = Queues(TEMPLATE_DOC)
     consumers = queues.consumers()
     for name in sorted(set(SCHEDULED) | {c[0] for c in consumers}):
         instances = (name in SCHEDULED) + sum(c[3] for c in consumers if c[0] == name)
         f = Function(name, os.path.join(args.bin, name), instances, os.environ, sys.stderr)
-        functions[name] = f
+        background[name] = f
+        functions.setdefault(name, f)
         started.append(f)
         if name in SCHEDULED:
             run_on_schedule(f, LOCAL_SCHEDULE_SECONDS)
@@ -514,7 +508,7 @@ def main():
         bucket = os.environ["FRAMES_BUCKET"]
         queues.create(bucket)
         for name, logical, batch, pollers in consumers:
-            queues.poll(logical, bucket, functions[name], batch, pollers)
+            queues.poll(logical, bucket, background[name], batch, pollers)
     if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
         enforce_iam(os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
     # SO_REUSEADDR is set before bind (HTTPServer.allow_reuse_address).

@@ -1,7 +1,7 @@
 """The queues of template.yaml, locally: what CloudFormation creates and what Lambda's event
 source mapping does, against the local SQS and S3 (moto, behind devstack.dynamodb).
 
-    queues = Queues.from_template(TEMPLATE)
+    queues = Queues(template)        # template.yaml, parsed
     queues.create(bucket)            # the queues, their redrive, the bucket's notification
     queues.poll(binary, function)    # as the event source mapping: batches, partial failures
 
@@ -41,13 +41,6 @@ class Queues:
         self.region = os.environ.get("AWS_REGION", "us-east-1")
         self.urls = {}
         self.visibility = int(os.environ.get("LOCAL_QUEUE_VISIBILITY_SECONDS", "60"))
-
-    @classmethod
-    def from_template(cls, path):
-        import yaml
-
-        with open(path) as f:
-            return cls(yaml.safe_load(f))
 
     def _client(self, service):
         import boto3

@@ -118,7 +118,9 @@ def test_a_malformed_request_is_refused_in_json(port):
 def test_a_routed_request_reaches_its_function(port, method, path, function, route):
     status, _, body = call(port, method, path)
     assert status == 200, body
-    assert json.loads(body) == {"function": function, "routeKey": route, "method": method}
+    answer = json.loads(body)
+    assert answer.pop("instance") > 0
+    assert answer == {"function": function, "routeKey": route, "method": method}
 
 
 def test_many_connections_at_once_all_get_an_answer(port):
@@ -171,3 +173,24 @@ def test_scheduled_functions_run_on_their_schedule(port, tmp_path_factory):
     assert len(lines) >= 2, lines
     assert {line["function"] for line in lines} <= {"commit-pending", "erase-call"}, lines
     assert {line["detail-type"] for line in lines} == {"Scheduled Event"}, lines
+
+
+def test_a_scheduled_function_keeps_every_instance_requests_were_given(port):
+    """erase-call is both routed (DELETE) and scheduled (the retention sweep): requests are
+    served by the gateway's --instances (2 here), not queued behind the sweep's one instance.
+    Four overlapping requests reach two instances."""
+    path = "/api/v1/public/call/c1?hold=1"
+    outcomes = []
+
+    def erase():
+        outcomes.append(call(port, "DELETE", path))
+
+    threads = [threading.Thread(target=erase) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bodies = [json.loads(body) for status, _, body in outcomes if status == 200]
+    assert len(bodies) == 4, outcomes
+    assert {b["function"] for b in bodies} == {"erase-call"}, bodies
+    assert len({b["instance"] for b in bodies}) == 2, bodies

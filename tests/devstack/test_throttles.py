@@ -1,12 +1,9 @@
 """API Gateway's route throttles: the local gateway's token buckets (devstack.throttles), and
 template.yaml's sizing of them from reserved concurrency."""
-import yaml
-
 from devstack import gateway
 from devstack.throttles import Throttles
 
-with open(gateway.TEMPLATE) as f:
-    TEMPLATE = yaml.safe_load(f)
+TEMPLATE = gateway.TEMPLATE_DOC
 
 
 class Clock:
