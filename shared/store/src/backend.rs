@@ -245,12 +245,10 @@ impl Backend {
             }
             let erases = futures_util::stream::iter(expired.iter())
                 .map(|c| async move {
-                    // Cut at the run's end: an erase cut short is finished by the next.
+                    // Cut at the run's end (before the call is buried: its clean-up is
+                    // finished): an erase cut short is finished by the next.
                     let by = tokio::time::Instant::from_std(deadline) + ERASE_OVERRUN;
-                    let erase = self.store().erase_everything(workspace_id, &c.call_id, c.id);
-                    tokio::time::timeout_at(by, erase)
-                        .await
-                        .unwrap_or_else(|_| Err(crate::calls::StoreError::Unavailable("cut at the sweep's end".into())))
+                    self.store().erase_everything_until(workspace_id, &c.call_id, c.id, Some(by)).await
                 })
                 .buffer_unordered(RETENTION_PARALLEL)
                 .collect::<Vec<_>>()

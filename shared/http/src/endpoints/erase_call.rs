@@ -46,26 +46,31 @@ pub async fn answer(
     // the gateway gives up (its bare 503 says nothing of when to come back). So the whole
     // request is bounded, not the erase alone (seed 52 of `make chaos`: admitted and
     // located slowly, erases ran past the gateway's 30 s).
+    // Cut before the call is buried, never after: a buried call is no longer found by its
+    // id, so its clean-up (copies set aside, notes, traces that joined it) is finished then
+    // whatever the time (`Store::erase_everything_until`).
     let budget = budget(request);
-    let work = async {
+    let until = tokio::time::Instant::now() + budget;
+    let out_of_time = || {
+        let reason = format!("not finished within {} ms", budget.as_millis());
+        storage_problem(StoreError::Unavailable(reason), "the call could not be erased")
+    };
+    let found = async {
         let (workspace_id, ()) = admit(backend, Endpoint::EraseCall, request, log, Ok(())).await?;
         // Not a positive integer: the id of no call, the readers' 404.
         let id = path_id(request).ok_or_else(problems::call_not_found)?;
-        let removed = match locate(backend, workspace_id, Some(id)).await? {
-            // Its traces, the call, then traces that joined it meanwhile (`erase_everything`).
-            Some(call_id) => backend
-                .store()
-                .erase_everything(workspace_id, &call_id, id)
-                .await
-                .map_err(|e| storage_problem(e, "the call could not be erased"))?,
-            _ => 0,
-        };
-        Ok::<_, Problem>((workspace_id, id, removed))
+        Ok::<_, Problem>((workspace_id, id, locate(backend, workspace_id, Some(id)).await?))
     };
-    let (workspace_id, id, removed) = tokio::time::timeout(budget, work).await.unwrap_or_else(|_| {
-        let reason = format!("not finished within {} ms", budget.as_millis());
-        Err(storage_problem(StoreError::Unavailable(reason), "the call could not be erased"))
-    })?;
+    let (workspace_id, id, call_id) = tokio::time::timeout_at(until, found).await.map_err(|_| out_of_time())??;
+    let removed = match call_id {
+        // Its traces, the call, then traces that joined it meanwhile.
+        Some(call_id) => backend
+            .store()
+            .erase_everything_until(workspace_id, &call_id, id, Some(until))
+            .await
+            .map_err(|e| storage_problem(e, "the call could not be erased"))?,
+        None => 0,
+    };
     if removed > 0 {
         tracing::info!(workspace_id, id, items = removed, "call erased");
     }

@@ -523,6 +523,38 @@ async fn an_erase_cut_short_keeps_the_copies_it_deleted() {
     f.t.delete().await;
 }
 
+/// An erase that reaches its deadline while it buries the call still finishes the clean-up
+/// that follows: a copy set aside under failed/ meanwhile is erased. (Cut there, the buried
+/// call could no longer be found by its id, and the copy of the erased call was left.)
+#[tokio::test]
+async fn an_erase_at_its_deadline_while_burying_still_erases_a_copy_set_aside_meanwhile() {
+    let f = two_workspaces(Scopes::DEFAULT, &[], &[]).await;
+    let first = post(&f, &large_body("buried-late", 3)).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let id = first.body["id"].as_u64().unwrap();
+    f.t.fault(json!({"op": "*", "fault": "internal", "times": 1000}));
+    assert_eq!(post(&f, &large_body("buried-late", 4)).await.status, 202);
+    f.t.clear_faults(&f.t.calls);
+    let key = pending(&f).await.remove(0);
+    let aside = format!("aside/{key}");
+    copy(&f, &key, &aside).await;
+    // The burial's reply comes 2 s late, past the erase's deadline (1.5 s); at the deadline
+    // the pending copy is set aside under failed/, long after the erase deleted the copies
+    // it listed and before its burial answers.
+    f.t.fault(json!({"op": "PutItem", "fault": "delay", "seconds": 2.0, "times": 1}));
+    let store = f.backend.store();
+    let until = tokio::time::Instant::now() + Duration::from_millis(1500);
+    let set_aside = async {
+        tokio::time::sleep_until(until).await;
+        copy(&f, &aside, &key.replacen("pending/", FAILED_PREFIX, 1)).await;
+    };
+    let (erased, ()) = tokio::join!(store.erase_call_until(1, "buried-late", id, Some(until)), set_aside);
+    assert!(erased.is_ok_and(|e| e.items > 0), "the erase buried the call and finished");
+    let left: Vec<String> = f.t.objects().await.into_iter().filter(|k| !k.starts_with("aside/")).collect();
+    assert_eq!(left, Vec::<String>::new(), "no pending or failed copy of the erased call is left");
+    f.t.delete().await;
+}
+
 /// A frame an erase cannot find by an item, nor yet in S3: a pending copy's frame whose PUT
 /// lands after the erase (a late copy of a timed-out write, seed 24), and the frame of a
 /// send answered 503 (S3 took the frame, not the pending copy, seed 23). The first finds the

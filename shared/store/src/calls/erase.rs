@@ -63,102 +63,67 @@ pub struct Erased {
     pub items: usize,
 }
 
+/// What one round of an erase came to.
+enum Round {
+    /// Nothing more to do.
+    Done(Erased),
+    /// Read the call again.
+    Again,
+    /// Everything but the head is gone: bury it (the head as read, and the erases' mark).
+    Bury(Item, u64),
+}
+
+/// An erase's state across its rounds.
+struct Progress {
+    /// Only what was received before this erase began is its to remove, and what it
+    /// reads: a late or repeated erase never reaches a submission sent after it. Its
+    /// boundary starts at its start and rises to the latest receipt of anything it reads
+    /// (a send received since, whose revision landed before the mark, is removed with the
+    /// call, and its pending copy must go too, not be committed over the tombstone as a
+    /// call whose frame this erase blanked). Kept across rounds: a revision deleted in an
+    /// earlier round is not read again.
+    upto: u64,
+    /// Items removed so far.
+    removed: usize,
+    /// Whether this request tried to replace the head: a tombstone naming the id, found
+    /// afterwards, was then most likely its own write (a conflict or a lost reply hid it).
+    tried_head: bool,
+}
+
 impl Store {
     /// Erases call `id`, stored under `call_id` in `workspace_id`. A call with that provider
     /// call id but another internal id (stored again after an erase) is left alone.
     pub async fn erase_call(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<Erased, StoreError> {
+        self.erase_call_until(workspace_id, call_id, id, None).await
+    }
+
+    /// [`Store::erase_call`], given up (`Unavailable`) at `until`, but never between burying
+    /// the head and the clean-up that follows: a buried call can no longer be found by its
+    /// id, so a copy of it set aside meanwhile (under failed/ or held/) or its notes for the
+    /// raw sweep would be left for good if the erase stopped there. What it removed before
+    /// `until` stays removed; the next erase finishes the rest.
+    pub async fn erase_call_until(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        id: u64,
+        until: Option<tokio::time::Instant>,
+    ) -> Result<Erased, StoreError> {
         let pk = call_pk(workspace_id, call_id);
-        // Only what was received before this erase began is its to remove, and what it
-        // reads: a late or repeated erase never reaches a submission sent after it. Its
-        // boundary starts at its start and rises to the latest receipt of anything it reads
-        // (a send received since, whose revision landed before the mark, is removed with the
-        // call, and its pending copy must go too, not be committed over the tombstone as a
-        // call whose frame this erase blanked). Kept across rounds: a revision deleted in an
-        // earlier round is not read again.
-        let mut upto = super::now_ms();
-        let mut removed = 0;
-        // Whether this request tried to replace the head: a tombstone naming the id, found
-        // afterwards, was then most likely its own write (a conflict or a lost reply hid it).
-        let mut tried_head = false;
+        let mut progress = Progress { upto: super::now_ms(), removed: 0, tried_head: false };
         for round in 0..MAX_ROUNDS {
-            let items = self
-                .query(
-                    &pk,
-                    SortKeys::All,
-                    Some(&[
-                        "pk",
-                        "sk",
-                        "id",
-                        "revision",
-                        "submission",
-                        "updated_at",
-                        "created_at",
-                        SEEN_AT,
-                        CURRENT_FROM,
-                        FRAME_KEY,
-                        super::rewrite::FRAMES_WRITTEN,
-                        super::rewrite::FRAMES_SUPERSEDED,
-                        ERASING,
-                        ERASED_IDS,
-                        ERASED_AT,
-                        COMMITTED,
-                    ]),
-                )
-                .await?;
-            let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some(HEAD)) else {
-                // Unconfirmed chunks of a submission in flight (before frames moved to S3)
-                // may be there: they are not this call's, and expire within a day.
-                return Ok(Erased { items: removed });
+            let step = self.erase_round(workspace_id, call_id, id, &pk, round, &mut progress);
+            let step = match until {
+                Some(until) => tokio::time::timeout_at(until, step).await.map_err(|_| out_of_time())??,
+                None => step.await?,
             };
-            if get_u64(head, "id") != Some(id) {
-                let buried = tried_head && names_erased(head, id);
-                return Ok(Erased { items: removed + usize::from(buried) });
-            }
-            upto = items.iter().filter_map(super::order_time).fold(upto, u64::max);
-            // Marked first: from here on readers find no call, whatever of it is left if
-            // this erase stops part-way; the next erase finishes it. The mark holds the
-            // latest boundary of the erases under way, raised before anything it covers is
-            // deleted, and the tombstone keeps it: a pending send received up to then is
-            // dropped when committed, as those erases delete its copy (two erases at once, a
-            // client's retry: the earlier one's tombstone would let a send through whose copy
-            // the later one deletes, blanking the call it became).
-            let mark = match get_u64(head, ERASING) {
-                Some(at) if at >= upto => at,
-                // Marked now: the items are read again, after the mark. A rewrite names the
-                // object it is about to write on its item and then looks for the mark
-                // (`rewrite`): one that named it between this read and the mark is seen by
-                // the next read (a reviewer's find: its object outlived the erase).
-                _ if self.mark_erasing(&pk, head, id, upto).await? => continue,
-                _ => {
-                    tokio::time::sleep(backoff(round)).await;
-                    continue;
-                }
+            let (head, mark) = match step {
+                Round::Done(erased) => return Ok(erased),
+                Round::Again => continue,
+                Round::Bury(head, mark) => (head, mark),
             };
-            // Its pending submissions (accepted, not committed yet) go too, and copies kept
-            // under failed/: the erase wins.
-            self.delete_pending_of(workspace_id, call_id, mark + 1, &ERASED_COPIES).await?;
-            // With the objects a rewrite wrote, or was about to write, and those it switched
-            // away from (`rewrite`): nothing of the call is left in S3.
-            let mut frames: Vec<&str> = items.iter().filter_map(|i| get_s(i, FRAME_KEY)).collect();
-            for i in &items {
-                frames.extend(super::rewrite::strings(i, super::rewrite::FRAMES_WRITTEN));
-                frames.extend(super::rewrite::strings(i, super::rewrite::FRAMES_SUPERSEDED));
-            }
-            frames.sort_unstable();
-            frames.dedup();
-            super::bounded(frames.into_iter().map(|key| self.frames.erase(key))).await?;
-            let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
-            let deleted = super::bounded(rest.map(|i| self.delete(&pk, i))).await?;
-            removed += deleted.iter().filter(|d| **d == Deleted::Yes).count();
-            if deleted.contains(&Deleted::Held) {
-                // A transaction held one of them: it is still there. The head stays until
-                // nothing else of the call is (a revision left behind would keep the erased
-                // content, and block the revisions of a call stored over the tombstone).
-                tokio::time::sleep(backoff(round)).await;
-                continue;
-            }
-            tried_head = true;
-            if self.bury(&pk, head, id, mark).await? {
+            progress.tried_head = true;
+            if self.bury(&pk, &head, id, mark).await? {
                 // A copy set aside under failed/ (or held) after the listing above is gone
                 // too. Not pending/ ones: a send received before the mark may be creating
                 // the call anew over the tombstone right now (its direct write outlived its
@@ -168,14 +133,105 @@ impl Store {
                 // And its notes for the raw sweep, if it had them (`rewrite::raw_due_pk`,
                 // `raw_late_pk`: the latter names the call and when it was created).
                 self.forget_raw_due(workspace_id, call_id, id).await?;
-                if let Some(created_at) = get_u64(head, "created_at") {
+                if let Some(created_at) = get_u64(&head, "created_at") {
                     self.forget_raw_late(workspace_id, call_id, created_at).await?;
                 }
-                return Ok(Erased { items: removed + 1 });
+                return Ok(Erased { items: progress.removed + 1 });
             }
             tokio::time::sleep(backoff(round)).await;
         }
         Err(StoreError::Unavailable("the call kept changing while it was being erased".into()))
+    }
+
+    /// One round: the call's items read, the head marked, then everything but the head
+    /// deleted (frames, revisions, chunks, pending copies). Stopping anywhere in it leaves
+    /// the call marked, never lost: the next erase finishes it.
+    async fn erase_round(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        id: u64,
+        pk: &str,
+        round: usize,
+        progress: &mut Progress,
+    ) -> Result<Round, StoreError> {
+        let items = self
+            .query(
+                pk,
+                SortKeys::All,
+                Some(&[
+                    "pk",
+                    "sk",
+                    "id",
+                    "revision",
+                    "submission",
+                    "updated_at",
+                    "created_at",
+                    SEEN_AT,
+                    CURRENT_FROM,
+                    FRAME_KEY,
+                    super::rewrite::FRAMES_WRITTEN,
+                    super::rewrite::FRAMES_SUPERSEDED,
+                    ERASING,
+                    ERASED_IDS,
+                    ERASED_AT,
+                    COMMITTED,
+                ]),
+            )
+            .await?;
+        let Some(head) = items.iter().find(|i| get_s(i, "sk") == Some(HEAD)) else {
+            // Unconfirmed chunks of a submission in flight (before frames moved to S3)
+            // may be there: they are not this call's, and expire within a day.
+            return Ok(Round::Done(Erased { items: progress.removed }));
+        };
+        if get_u64(head, "id") != Some(id) {
+            let buried = progress.tried_head && names_erased(head, id);
+            return Ok(Round::Done(Erased { items: progress.removed + usize::from(buried) }));
+        }
+        progress.upto = items.iter().filter_map(super::order_time).fold(progress.upto, u64::max);
+        // Marked first: from here on readers find no call, whatever of it is left if this
+        // erase stops part-way; the next erase finishes it. The mark holds the latest
+        // boundary of the erases under way, raised before anything it covers is deleted, and
+        // the tombstone keeps it: a pending send received up to then is dropped when
+        // committed, as those erases delete its copy (two erases at once, a client's retry:
+        // the earlier one's tombstone would let a send through whose copy the later one
+        // deletes, blanking the call it became).
+        let mark = match get_u64(head, ERASING) {
+            Some(at) if at >= progress.upto => at,
+            // Marked now: the items are read again, after the mark. A rewrite names the
+            // object it is about to write on its item and then looks for the mark
+            // (`rewrite`): one that named it between this read and the mark is seen by the
+            // next read (a reviewer's find: its object outlived the erase).
+            _ if self.mark_erasing(pk, head, id, progress.upto).await? => return Ok(Round::Again),
+            _ => {
+                tokio::time::sleep(backoff(round)).await;
+                return Ok(Round::Again);
+            }
+        };
+        // Its pending submissions (accepted, not committed yet) go too, and copies kept
+        // under failed/: the erase wins.
+        self.delete_pending_of(workspace_id, call_id, mark + 1, &ERASED_COPIES).await?;
+        // With the objects a rewrite wrote, or was about to write, and those it switched
+        // away from (`rewrite`): nothing of the call is left in S3.
+        let mut frames: Vec<&str> = items.iter().filter_map(|i| get_s(i, FRAME_KEY)).collect();
+        for i in &items {
+            frames.extend(super::rewrite::strings(i, super::rewrite::FRAMES_WRITTEN));
+            frames.extend(super::rewrite::strings(i, super::rewrite::FRAMES_SUPERSEDED));
+        }
+        frames.sort_unstable();
+        frames.dedup();
+        super::bounded(frames.into_iter().map(|key| self.frames.erase(key))).await?;
+        let rest = items.iter().filter(|i| get_s(i, "sk") != Some(HEAD));
+        let deleted = super::bounded(rest.map(|i| self.delete(pk, i))).await?;
+        progress.removed += deleted.iter().filter(|d| **d == Deleted::Yes).count();
+        if deleted.contains(&Deleted::Held) {
+            // A transaction held one of them: it is still there. The head stays until
+            // nothing else of the call is (a revision left behind would keep the erased
+            // content, and block the revisions of a call stored over the tombstone).
+            tokio::time::sleep(backoff(round)).await;
+            return Ok(Round::Again);
+        }
+        Ok(Round::Bury(head.clone(), mark))
     }
 
     /// Deletes `item` (a revision or a chunk, as the partition's query read it), only while
@@ -301,4 +357,9 @@ impl Store {
             Err(e) => Err(StoreError::from_sdk(e)),
         }
     }
+}
+
+/// An erase given up at its deadline, before burying the call.
+pub(crate) fn out_of_time() -> StoreError {
+    StoreError::Unavailable("not finished in the time it was given".into())
 }

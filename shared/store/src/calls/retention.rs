@@ -29,8 +29,25 @@ impl Store {
     /// then again the traces, for one that joined it meanwhile. Answers the call's items
     /// removed (0: nothing of it was left).
     pub async fn erase_everything(&self, workspace_id: u64, call_id: &str, id: u64) -> Result<usize, StoreError> {
-        Box::pin(self.erase_traces(workspace_id, call_id, id)).await?;
-        let erased = self.erase_call(workspace_id, call_id, id).await?;
+        self.erase_everything_until(workspace_id, call_id, id, None).await
+    }
+
+    /// [`Store::erase_everything`], given up (`Unavailable`) at `until`, but never once the
+    /// call is buried ([`Store::erase_call_until`]): what follows, its clean-up and the
+    /// traces that joined it meanwhile, is finished whatever the time.
+    pub async fn erase_everything_until(
+        &self,
+        workspace_id: u64,
+        call_id: &str,
+        id: u64,
+        until: Option<tokio::time::Instant>,
+    ) -> Result<usize, StoreError> {
+        let traces = Box::pin(self.erase_traces(workspace_id, call_id, id));
+        match until {
+            Some(until) => tokio::time::timeout_at(until, traces).await.map_err(|_| super::erase::out_of_time())??,
+            None => traces.await?,
+        };
+        let erased = self.erase_call_until(workspace_id, call_id, id, until).await?;
         Box::pin(self.erase_traces(workspace_id, call_id, id)).await?;
         Ok(erased.items)
     }
