@@ -52,6 +52,7 @@ from urllib.parse import parse_qsl, unquote
 
 from devstack import iam
 from devstack.queues import Queues
+from devstack.streams import Streams
 from devstack.throttles import Throttles
 
 # Lambda's limit on a synchronous invocation's event, in bytes.
@@ -482,11 +483,24 @@ def main():
     parser.add_argument("--instances", type=int, default=8)
     parser.add_argument("--bin", required=True, help="directory holding the functions' binaries")
     args = parser.parse_args()
+    # SO_REUSEADDR is set before bind (HTTPServer.allow_reuse_address). Bound first: the
+    # functions are told where the API is (PUBLIC_BASE_URL, for events' links).
+    functions = {}
+    server = Server((args.host, args.port), front_handler(functions))
+    os.environ.setdefault("PUBLIC_BASE_URL", f"http://{args.host}:{server.server_address[1]}")
+    # The queues first: the functions are told their URLs (a template variable whose value
+    # is `Ref: <queue>`, such as EVENTS_QUEUE_URL).
+    queues = Queues(TEMPLATE_DOC)
+    consumers = queues.consumers()
+    local_queues = consumers and os.environ.get("AWS_ENDPOINT_URL_SQS")
+    if local_queues:
+        bucket = os.environ["FRAMES_BUCKET"]
+        queues.create(bucket)
+        os.environ.update(queues.variables())
     # Requests' instances (routes and the Invoke API) and the instances events other than
     # requests run (one for a schedule, one for each poller of a queue: the event source
-    # mapping's MaximumConcurrency) are kept apart, as Lambda's concurrency is shared but a
-    # sweep never holds the instance a request was promised.
-    functions = {}
+    # mapping's MaximumConcurrency; one for each stream) are kept apart, as Lambda's
+    # concurrency is shared but a sweep never holds the instance a request was promised.
     background = {}
     started = []
     for _, _, name in ROUTES:
@@ -494,25 +508,24 @@ def main():
             f = Function(name, os.path.join(args.bin, name), args.instances, os.environ, sys.stderr)
             functions[name] = f
             started.append(f)
-    queues = Queues(TEMPLATE_DOC)
-    consumers = queues.consumers()
-    for name in sorted(set(SCHEDULED) | {c[0] for c in consumers}):
+    streams = Streams(TEMPLATE_DOC)
+    sources = streams.sources() if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") else []
+    for name in sorted(set(SCHEDULED) | {c[0] for c in consumers} | {s[0] for s in sources}):
         instances = (name in SCHEDULED) + sum(c[3] for c in consumers if c[0] == name)
+        instances += sum(1 for s in sources if s[0] == name)
         f = Function(name, os.path.join(args.bin, name), instances, os.environ, sys.stderr)
         background[name] = f
         functions.setdefault(name, f)
         started.append(f)
         if name in SCHEDULED:
             run_on_schedule(f, LOCAL_SCHEDULE_SECONDS)
-    if consumers and os.environ.get("AWS_ENDPOINT_URL_SQS"):
-        bucket = os.environ["FRAMES_BUCKET"]
-        queues.create(bucket)
+    if local_queues:
         for name, logical, batch, pollers in consumers:
             queues.poll(logical, bucket, background[name], batch, pollers)
+    for name, table, batch, patterns, partial in sources:
+        streams.poll(background[name], os.environ, table, batch, patterns, partial)
     if os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"):
         enforce_iam(os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
-    # SO_REUSEADDR is set before bind (HTTPServer.allow_reuse_address).
-    server = Server((args.host, args.port), front_handler(functions))
 
     def stop(*_):
         for f in started:

@@ -3,6 +3,7 @@ source mapping does, against the local SQS and S3 (moto, behind devstack.dynamod
 
     queues = Queues(template)        # template.yaml, parsed
     queues.create(bucket)            # the queues, their redrive, the bucket's notification
+    queues.variables()               # {EVENTS_QUEUE_URL: …}: the functions' variables naming one
     queues.poll(binary, function)    # as the event source mapping: batches, partial failures
 
   * Each `AWS::SQS::Queue` becomes a queue named `<bucket>-<logical id>`, with its
@@ -98,6 +99,19 @@ class Queues:
             })
         self._client("s3").put_bucket_notification_configuration(
             Bucket=bucket, NotificationConfiguration={"QueueConfigurations": configs})
+
+    def variables(self):
+        """The functions' variables that name a queue (`Ref: <queue>` in the template: its
+        URL), as created: {name: url}."""
+        found = {}
+        for resource in self.resources.values():
+            if resource.get("Type") != "AWS::Serverless::Function":
+                continue
+            variables = resource["Properties"].get("Environment", {}).get("Variables", {})
+            for name, value in variables.items():
+                if isinstance(value, dict) and value.get("Ref") in self.urls:
+                    found[name] = self.urls[value["Ref"]]
+        return found
 
     def poll(self, logical, bucket, function, batch_size, pollers):
         """Starts `pollers` threads feeding `function` the queue's messages."""

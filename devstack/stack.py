@@ -178,6 +178,8 @@ class Stack:
             "RUST_LOG": self.env.get("RUST_LOG", "warn"),
             # Recordings may be served by the local machine too (the browser tests' WAV).
             "VIEWER_MEDIA_SOURCES": "http://127.0.0.1:* http://localhost:*",
+            # Events' endpoints may be the local receivers, on loopback (never set in AWS).
+            "EVENTS_ALLOW_LOOPBACK": "true",
             "PATH": os.path.join(ROOT, ".venv", "bin") + os.pathsep + self.env.get("PATH", ""),
         })
         self.calls_table = self.env["CALLS_TABLE"]

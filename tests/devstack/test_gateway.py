@@ -15,6 +15,7 @@ import time
 import pytest
 
 from devstack import gateway
+from devstack.queues import Queues
 
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_function.py")
 # Clients connecting at the same moment.
@@ -28,7 +29,8 @@ def port(tmp_path_factory):
     """devstack.gateway serving template.yaml's routes and running its scheduled functions,
     each function a fake_function.py."""
     bin_dir = tmp_path_factory.mktemp("bin")
-    for name in {name for _, _, name in gateway.ROUTES} | set(gateway.SCHEDULED):
+    fed = {c[0] for c in Queues(gateway.TEMPLATE_DOC).consumers()}
+    for name in {name for _, _, name in gateway.ROUTES} | set(gateway.SCHEDULED) | fed:
         exe = bin_dir / name
         exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}"\n')
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR)

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use call_ingest_http::{start, Backend};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// No commit starts after this long. The function's timeout is 60 s, and a commit started
 /// just before it may take the store's 18 s deadline and its S3 requests: a run that
@@ -99,41 +99,16 @@ async fn commit_batch(
     if let Some(sqs) = sqs {
         again_soon(sqs, base, &failed).await;
     }
-    json!({ "batchItemFailures": failed.iter().map(|m| json!({ "itemIdentifier": m.id })).collect::<Vec<_>>() })
+    call_ingest_http::sqs::batch_item_failures(failed.iter().map(|m| m.id.as_str()))
 }
 
 /// Makes the failed messages visible again after [`queue::retry_after`] (one
 /// ChangeMessageVisibilityBatch per queue; a batch holds at most 10, as an event does). A
 /// change refused leaves the message to the queue's own visibility timeout, as before.
 async fn again_soon(sqs: &aws_sdk_sqs::Client, base: u32, failed: &[&queue::Message]) {
-    use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry as Entry;
-    let mut by_queue: std::collections::BTreeMap<&str, Vec<Entry>> = Default::default();
-    for (i, m) in failed.iter().enumerate() {
-        let Some(url) = m.again.queue_url.as_deref().filter(|_| !m.again.receipt.is_empty()) else { continue };
-        let entry = Entry::builder()
-            .id(i.to_string())
-            .receipt_handle(&m.again.receipt)
-            .visibility_timeout(queue::retry_after(m.again.received, base) as i32)
-            .build();
-        if let Ok(entry) = entry {
-            by_queue.entry(url).or_default().push(entry);
-        }
-    }
-    for (url, entries) in by_queue {
-        for chunk in entries.chunks(10) {
-            let sent =
-                sqs.change_message_visibility_batch().queue_url(url).set_entries(Some(chunk.to_vec())).send().await;
-            match sent {
-                Ok(out) if !out.failed.is_empty() => {
-                    tracing::warn!(failed = out.failed.len(), "some messages keep the queue's visibility timeout")
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "visibility not changed")
-                }
-            }
-        }
-    }
+    let waits: Vec<_> =
+        failed.iter().map(|m| (&m.again, u64::from(queue::retry_after(m.again.received, base)))).collect();
+    call_ingest_http::sqs::come_back_in(sqs, &waits).await;
 }
 
 /// How long the release of held reports may take of the sweep's budget.

@@ -1,41 +1,13 @@
 //! The queue's side of commit-pending: S3 announces each pending submission it stores
 //! (`s3:ObjectCreated:*` under `pending/`) on an SQS queue, and Lambda's event source mapping
-//! hands this function a batch of those messages. Only the fields used are read: the
-//! shapes are the SQS event (`Records[].messageId`, `.body`) and, in each body, S3's event
-//! notification (`Records[].eventName`, `.s3.bucket.name`, `.s3.object.key`), documented at
-//! <https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html> and
+//! hands this function a batch of those messages (`call_ingest_http::sqs`). Only the fields
+//! used are read: in each body, S3's event notification (`Records[].eventName`,
+//! `.s3.bucket.name`, `.s3.object.key`), documented at
 //! <https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html>.
-//! (aws_lambda_events has these types, behind features that bring chrono and serde_with for
-//! fields never read here.)
 
+use call_ingest_http::sqs::Again;
 use serde::Deserialize;
 use serde_json::Value;
-
-#[derive(Deserialize)]
-struct SqsEvent {
-    #[serde(rename = "Records")]
-    records: Vec<SqsMessage>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SqsMessage {
-    message_id: String,
-    #[serde(default)]
-    receipt_handle: String,
-    #[serde(default)]
-    body: String,
-    #[serde(default)]
-    attributes: Attributes,
-    #[serde(rename = "eventSourceARN", default)]
-    event_source_arn: String,
-}
-
-#[derive(Deserialize, Default)]
-struct Attributes {
-    #[serde(rename = "ApproximateReceiveCount", default)]
-    receive_count: String,
-}
 
 /// S3's notification; its test message (`"Event": "s3:TestEvent"`) has no `Records`.
 #[derive(Deserialize)]
@@ -78,15 +50,6 @@ pub struct Message {
     pub again: Again,
 }
 
-/// What ChangeMessageVisibility needs of a message: its queue's URL, its receipt handle,
-/// and how many times it was received (this time included).
-#[derive(Debug, PartialEq, Eq, Default)]
-pub struct Again {
-    pub queue_url: Option<String>,
-    pub receipt: String,
-    pub received: u32,
-}
-
 /// The longest a failed message waits before it comes back: a minute (the sweep's period).
 pub const MAX_RETRY_SECS: u32 = 60;
 
@@ -100,40 +63,10 @@ pub fn retry_after(received: u32, base: u32) -> u32 {
     base.max(1).saturating_mul(1 << doublings).min(MAX_RETRY_SECS)
 }
 
-/// The URL of the queue `arn` names (`arn:aws:sqs:{region}:{account}:{name}`), as
-/// GetQueueUrl answers it in AWS; the local SQS finds the queue by the path's last segment.
-fn queue_url(arn: &str) -> Option<String> {
-    match arn.split(':').collect::<Vec<_>>()[..] {
-        ["arn", partition, "sqs", region, account, name] if !name.is_empty() && !account.is_empty() => {
-            let domain = if partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
-            Some(format!("https://sqs.{region}.{domain}/{account}/{name}"))
-        }
-        _ => None,
-    }
-}
-
 /// The messages of an SQS event, or None when `event` is not one (the scheduled sweep).
 pub fn messages(event: &Value, bucket: &str) -> Option<Vec<Message>> {
-    let is_sqs = event.get("Records")?.get(0)?.get("eventSource")?.as_str() == Some("aws:sqs");
-    if !is_sqs {
-        return None;
-    }
-    let batch: SqsEvent = serde_json::from_value(event.clone()).ok()?;
-    Some(
-        batch
-            .records
-            .into_iter()
-            .map(|m| Message {
-                keys: keys(&m.body, bucket),
-                id: m.message_id,
-                again: Again {
-                    queue_url: queue_url(&m.event_source_arn),
-                    receipt: m.receipt_handle,
-                    received: m.attributes.receive_count.parse().unwrap_or(1),
-                },
-            })
-            .collect(),
-    )
+    let batch = call_ingest_http::sqs::received(event)?;
+    Some(batch.into_iter().map(|m| Message { keys: keys(&m.body, bucket), id: m.id, again: m.again }).collect())
 }
 
 /// The pending keys of `bucket` whose creation `body` announces. A body that is not S3's
@@ -233,16 +166,6 @@ mod tests {
         let waits: Vec<u32> = (1..=6).map(|n| retry_after(n, 5)).collect();
         assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
         assert_eq!((retry_after(0, 5), retry_after(u32::MAX, 5), retry_after(3, 0)), (5, 60, 4));
-    }
-
-    #[test]
-    fn a_queue_url_is_made_from_its_arn() {
-        assert_eq!(
-            queue_url("arn:aws:sqs:eu-west-1:123456789012:q-1").as_deref(),
-            Some("https://sqs.eu-west-1.amazonaws.com/123456789012/q-1")
-        );
-        assert_eq!(queue_url("arn:aws:sqs:eu-west-1::q"), None);
-        assert_eq!(queue_url("not an arn"), None);
     }
 
     #[test]

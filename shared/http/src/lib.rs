@@ -26,6 +26,7 @@ mod respond;
 
 pub use call_ingest_core::call::Operation;
 pub use call_ingest_store::calls::pending::PREFIX as PENDING_PREFIX;
+pub use call_ingest_store::sqs;
 pub use call_ingest_store::traces::BATCH_PREFIX as TRACE_BATCH_PREFIX;
 pub use call_ingest_store::Backend;
 pub use dispatch::handle;

@@ -15,6 +15,7 @@ pub mod day;
 pub mod directory;
 pub mod patience;
 pub mod rewrites;
+pub mod sqs;
 pub mod traces;
 
 pub use backend::Backend;

@@ -1,12 +1,13 @@
 //! Events out (issue 33): what a workspace's own endpoints are sent when a call is stored,
 //! revised or erased, as the Standard Webhooks specification has it (standardwebhooks.com).
 //! Pure parts only: which events a change to a call makes ([`change`]), their bodies
-//! ([`payload`]), the signature ([`signing`]), when a failed delivery is tried again
+//! ([`payload`]), the message carrying one to one endpoint ([`delivery`]), the signature ([`signing`]), when a failed delivery is tried again
 //! ([`retry`]), and the checks that keep an endpoint from pointing into our own network
 //! ([`address`] for an address, [`target`] for a URL).
 
 pub mod address;
 pub mod change;
+pub mod delivery;
 pub mod payload;
 pub mod retry;
 pub mod signing;

@@ -40,7 +40,8 @@ pub struct TableDef {
     /// The template's logical id.
     pub logical_id: &'static str,
     pub indexes: &'static [Index],
-    pub stream_new_images: bool,
+    /// A stream of its changes, with both images (`NEW_AND_OLD_IMAGES`: send-events).
+    pub stream: bool,
 }
 
 /// Looks up calls by internal id.
@@ -70,10 +71,9 @@ pub const BY_WORKSPACE: Index = Index {
     include: Some(SUMMARY),
 };
 /// The Calls table.
-pub const CALLS: TableDef =
-    TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_WORKSPACE], stream_new_images: true };
+pub const CALLS: TableDef = TableDef { logical_id: "CallsTable", indexes: &[BY_ID, BY_WORKSPACE], stream: true };
 /// The Directory table.
-pub const DIRECTORY: TableDef = TableDef { logical_id: "DirectoryTable", indexes: &[], stream_new_images: false };
+pub const DIRECTORY: TableDef = TableDef { logical_id: "DirectoryTable", indexes: &[], stream: false };
 
 impl TableDef {
     /// Every attribute that is a key of the table or of an index, with its type.
@@ -129,11 +129,11 @@ impl TableDef {
                     .build()?,
             );
         }
-        if self.stream_new_images {
+        if self.stream {
             request = request.stream_specification(
                 aws_sdk_dynamodb::types::StreamSpecification::builder()
                     .stream_enabled(true)
-                    .stream_view_type(aws_sdk_dynamodb::types::StreamViewType::NewImage)
+                    .stream_view_type(aws_sdk_dynamodb::types::StreamViewType::NewAndOldImages)
                     .build()?,
             );
         }

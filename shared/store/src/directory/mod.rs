@@ -7,6 +7,7 @@
 //! plain functions.
 
 pub mod admin;
+pub mod attempts;
 mod cache;
 pub mod credentials;
 pub mod endpoints;

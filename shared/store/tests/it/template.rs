@@ -76,7 +76,7 @@ fn check(def: &TableDef) {
         }
     }
     let stream = props["StreamSpecification"]["StreamViewType"].as_str();
-    assert_eq!(stream, def.stream_new_images.then_some("NEW_IMAGE"), "{}: stream", def.logical_id);
+    assert_eq!(stream, def.stream.then_some("NEW_AND_OLD_IMAGES"), "{}: stream", def.logical_id);
 }
 
 #[test]
@@ -106,8 +106,8 @@ fn functions_have_least_privilege_iam() {
         .map(|(name, _)| name)
         .collect();
     // The committer is checked on its own below and in the frames' test; `me`, the viewer
-    // and the two trace functions just below.
-    assert_eq!(declared.len(), functions.len() + 5, "every function is checked here: {declared:?}");
+    // and the two trace functions just below; send-events in its own test.
+    assert_eq!(declared.len(), functions.len() + 6, "every function is checked here: {declared:?}");
     trace_functions_have_least_privilege(&t);
     // `me` reads credentials and nothing else; the viewer has no permission at all.
     let me = &t["Resources"]["GetMeFunction"]["Properties"]["Policies"];
@@ -534,4 +534,48 @@ fn only_the_senders_may_detect_personal_data_and_only_that_has_every_resource() 
 fn loopback_endpoints_are_the_local_stacks_only() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
     assert!(!text.contains("EVENTS_ALLOW_LOOPBACK"), "loopback endpoints are the local stack's only");
+}
+
+/// Events out (issue 33): send-events reads endpoints and agents, notes endpoints' health,
+/// keeps attempts, opens endpoints' secrets only (never a hook's nor an identity key), and
+/// queues on its own queue; it is fed by the Calls table's stream (calls' heads only) and
+/// that queue, both with partial batch failures; the schedule's waits are AWS's own.
+#[test]
+fn send_events_has_least_privilege_and_both_sources() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
+    assert!(!text.contains("EVENTS_RETRY_SCALE"), "a shortened schedule is the local stack's only");
+    let t = template();
+    let f = &t["Resources"]["SendEventsFunction"]["Properties"];
+    let statements = f["Policies"][0]["Statement"].as_array().unwrap();
+    let rights: Vec<(String, String)> = statements
+        .iter()
+        .map(|s| {
+            (s["Action"].to_string(), s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"].to_string())
+        })
+        .collect();
+    let want = [
+        (r#"["dynamodb:GetItem","dynamodb:BatchGetItem","dynamodb:Query"]"#, r#"["WS#*","EP#*","AGENT#*"]"#),
+        (r#"["dynamodb:UpdateItem"]"#, r#"["EP#*"]"#),
+        (r#"["dynamodb:PutItem"]"#, r#"["EPA#*"]"#),
+        (r#"["kms:Decrypt"]"#, "null"),
+        (r#"["sqs:SendMessage","sqs:ChangeMessageVisibility"]"#, "null"),
+    ];
+    assert_eq!(rights, want.map(|(a, k)| (a.to_owned(), k.to_owned())));
+    let open = &statements[3]["Condition"];
+    assert_eq!(open["StringLike"]["kms:EncryptionContext:hook"], "ep_*", "endpoints' secrets only");
+    assert_eq!(open["Null"]["kms:EncryptionContextKeys"], "false");
+    for table in &statements[..3] {
+        assert_eq!(table["Resource"]["Fn::GetAtt"][0], "DirectoryTable", "never the Calls table");
+    }
+    assert_eq!(statements[4]["Resource"]["Fn::GetAtt"][0], "EventDeliveriesQueue");
+    let changes = &f["Events"]["Changes"]["Properties"];
+    assert_eq!(changes["Stream"]["Fn::GetAtt"], serde_json::json!(["CallsTable", "StreamArn"]));
+    assert_eq!(changes["FunctionResponseTypes"][0], "ReportBatchItemFailures");
+    assert_eq!(changes["FilterCriteria"]["Filters"][0]["Pattern"], r#"{"dynamodb":{"Keys":{"sk":{"S":["HEAD"]}}}}"#);
+    let deliveries = &f["Events"]["Deliveries"]["Properties"];
+    assert_eq!(deliveries["Queue"]["Fn::GetAtt"][0], "EventDeliveriesQueue");
+    assert_eq!(deliveries["FunctionResponseTypes"][0], "ReportBatchItemFailures");
+    let queue = &t["Resources"]["EventDeliveriesQueue"]["Properties"];
+    let receives = queue["RedrivePolicy"]["maxReceiveCount"].as_u64().unwrap();
+    assert!(receives > u64::from(call_ingest_core::events::retry::ATTEMPTS), "the whole schedule: {receives}");
 }

@@ -1,0 +1,155 @@
+//! The queue's side: each message is one event for one endpoint, sent signed with the
+//! endpoint's secrets (both during a rotation's overlap), its answer kept as an attempt.
+//! - 2xx: delivered; the endpoint's failing streak, if any, is over.
+//! - 410: the endpoint is disabled (`gone`); nothing more is sent to it.
+//! - anything else (no answer in 15 s, a refused address, 3xx, 4xx, 5xx): the endpoint is
+//!   failing since its first failure after a success; failing for 5 days, it is disabled
+//!   (`failing`); else the message comes back on Svix's schedule (`retry::next_wait`, the
+//!   receiver's `Retry-After` honoured) by `ChangeMessageVisibility`, the attempt number
+//!   being the message's receive count; after the 8th attempt it is dropped (its attempts
+//!   stay 30 days: `callctl endpoint replay` sends it again).
+//!
+//! A message for an endpoint deleted or disabled since is dropped; one that cannot be sent
+//! for our own failure (the directory, KMS) comes back in a minute.
+
+use call_ingest_core::events::delivery::Delivery;
+use call_ingest_core::events::retry::{self, Verdict, FAILING_FOR_MS};
+use call_ingest_core::events::signing;
+use call_ingest_events::send::{Message, Sender};
+use call_ingest_http::sqs::{Again, Received};
+use call_ingest_http::Backend;
+use call_ingest_store::calls::now_ms;
+use call_ingest_store::directory::attempts::Attempt;
+use call_ingest_store::directory::endpoints::Disabled;
+use serde_json::Value;
+
+use crate::Settings;
+
+/// How soon a message comes back when we, not the receiver, failed.
+const OUR_FAILURE_SECONDS: u64 = 60;
+
+/// Delivers a batch of messages at once; answers the partial batch response naming those
+/// to come back, having told SQS when.
+pub async fn batch(
+    backend: &Backend,
+    sqs: &aws_sdk_sqs::Client,
+    sender: &Sender,
+    settings: &Settings,
+    batch: Vec<Received>,
+) -> Value {
+    let waits = futures_util::future::join_all(batch.iter().map(|m| one(backend, sender, settings, m))).await;
+    let again: Vec<(&Again, u64)> =
+        batch.iter().zip(&waits).filter_map(|(m, wait)| wait.map(|w| (&m.again, w))).collect();
+    call_ingest_http::sqs::come_back_in(sqs, &again).await;
+    let failed = batch.iter().zip(&waits).filter(|(_, w)| w.is_some()).map(|(m, _)| m.id.as_str());
+    call_ingest_http::sqs::batch_item_failures(failed)
+}
+
+/// Delivers one message; answers in how many seconds it is to come back, or `None` when it
+/// is done with (delivered, dropped, or out of attempts).
+async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &Received) -> Option<u64> {
+    let Some(delivery) = Delivery::from_json(&message.body) else {
+        tracing::error!(message = message.id, "not a delivery; dropped");
+        return None;
+    };
+    let directory = backend.directory();
+    let endpoint = match directory.endpoint(&delivery.endpoint_id).await {
+        Ok(Some(endpoint)) if endpoint.takes(delivery.kind) => endpoint,
+        Ok(_) => {
+            tracing::info!(
+                endpoint = delivery.endpoint_id,
+                "endpoint deleted, disabled or no longer taking it; dropped"
+            );
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "endpoint not read; the message comes back");
+            return Some(OUR_FAILURE_SECONDS);
+        }
+    };
+    let now = now_ms();
+    let secrets = match backend.sealer() {
+        Some(sealer) => directory.endpoint_secrets(sealer, &endpoint, now).await.map_err(|e| e.to_string()),
+        None => Err("no KMS client".to_owned()),
+    };
+    let secrets = match secrets {
+        Ok(secrets) => secrets,
+        Err(e) => {
+            tracing::warn!(error = e, "endpoint's secrets not opened; the message comes back");
+            return Some(OUR_FAILURE_SECONDS);
+        }
+    };
+    let timestamp = now / 1000;
+    let body = delivery.body.as_bytes();
+    let signature = signing::signature(&secrets, &delivery.message_id, timestamp, body);
+    let sent = Message { id: &delivery.message_id, timestamp, body, signature: &signature };
+    let answer = sender.send(&endpoint.url, &sent).await;
+    let number = message.again.received.max(1);
+    let attempt = Attempt {
+        at: now,
+        message_id: delivery.message_id.clone(),
+        kind: delivery.kind.as_str().to_owned(),
+        attempt: number,
+        status: answer.status,
+        millis: answer.millis,
+        answer: String::from_utf8_lossy(&answer.first_bytes).into_owned(),
+        error: answer.error.clone(),
+        delivery: None,
+    };
+    if let Err(e) = directory.record_attempt(&delivery, &attempt).await {
+        tracing::warn!(error = %e, "attempt not kept");
+    }
+    let verdict = retry::verdict(answer.status, answer.retry_after.as_deref(), now_ms());
+    tracing::info!(
+        endpoint = endpoint.id,
+        message = delivery.message_id,
+        kind = delivery.kind.as_str(),
+        attempt = number,
+        status = answer.status,
+        millis = answer.millis,
+        since_commit_ms = now_ms().saturating_sub(delivery.changed_at_ms),
+        delivered = verdict == Verdict::Delivered,
+        "event sent"
+    );
+    match verdict {
+        Verdict::Delivered => {
+            if endpoint.failing_since.is_some() {
+                if let Err(e) = directory.endpoint_recovered(&endpoint.id).await {
+                    tracing::warn!(error = %e, "endpoint's failing streak not ended");
+                }
+            }
+            None
+        }
+        Verdict::Gone => {
+            disable(backend, &endpoint.id, Disabled::Gone).await;
+            None
+        }
+        Verdict::Failed { retry_after } => {
+            match directory.endpoint_failed(&endpoint.id, now).await {
+                Ok(Some(since)) if now.saturating_sub(since) >= FAILING_FOR_MS => {
+                    disable(backend, &endpoint.id, Disabled::Failing).await;
+                    return None;
+                }
+                Ok(None) => return None,
+                Ok(Some(_)) => {}
+                Err(e) => tracing::warn!(error = %e, "endpoint's failure not noted"),
+            }
+            let wait = retry::next_wait(number, retry_after, jitter())?;
+            Some(((wait as f64 * settings.retry_scale).round() as u64).max(1))
+        }
+    }
+}
+
+async fn disable(backend: &Backend, id: &str, why: Disabled) {
+    match backend.directory().disable_endpoint(id, why).await {
+        Ok(_) => tracing::warn!(endpoint = id, why = ?why, "endpoint disabled"),
+        Err(e) => tracing::warn!(endpoint = id, error = %e, "endpoint not disabled"),
+    }
+}
+
+/// A number in [0, 1) for a wait's jitter: the clock's nanoseconds, which differ from one
+/// message to the next as much as a random draw's would for this purpose.
+fn jitter() -> f64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos());
+    f64::from(nanos.unwrap_or(0) % 1_000_000) / 1_000_000.0
+}
