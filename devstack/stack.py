@@ -24,6 +24,7 @@ import urllib.error
 import urllib.request
 
 from devstack import dev_setup, gateway
+from devstack.queues import Queues
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Every function: one crate each under functions/, named as its binary.
@@ -215,6 +216,17 @@ class Stack:
         if not line.startswith("READY "):
             raise RuntimeError(f"the local API Gateway did not start: {line!r}")
         self.wait_until_serving(front)
+        # The queue the gateway made for events (callctl endpoint replay and recover).
+        self.env["EVENTS_QUEUE_URL"] = self.queue_url("EventDeliveriesQueue")
+
+    def queue_url(self, logical):
+        """The local URL of the template's queue `logical` (devstack.queues names it)."""
+        import boto3
+
+        sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=self.dynamodb,
+                           aws_access_key_id="local", aws_secret_access_key="local")
+        name = Queues({"Resources": {}}).name(logical, self.env["FRAMES_BUCKET"])
+        return sqs.get_queue_url(QueueName=name)["QueueUrl"]
 
     def wait_until_serving(self, watch, within=900):
         """Until every function answers a request without a credential through one of its

@@ -85,10 +85,10 @@ async fn main() -> ExitCode {
     }
 }
 
-/// DynamoDB and S3 clients through aws-config's whole provider chain (environment,
+/// DynamoDB, S3, KMS and SQS clients through aws-config's whole provider chain (environment,
 /// profiles, SSO, ...), as an operator's machine needs, with the functions' HTTP client,
 /// timeouts and retries. A local S3 (an endpoint URL set) is addressed path-style.
-async fn clients() -> (aws_sdk_dynamodb::Client, aws_sdk_s3::Client, aws_sdk_kms::Client) {
+async fn clients() -> (aws_sdk_dynamodb::Client, aws_sdk_s3::Client, aws_sdk_kms::Client, aws_sdk_sqs::Client) {
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(config::http_client())
         .timeout_config(config::timeouts())
@@ -97,13 +97,14 @@ async fn clients() -> (aws_sdk_dynamodb::Client, aws_sdk_s3::Client, aws_sdk_kms
         .await;
     let local = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].iter().any(|v| std::env::var_os(v).is_some());
     let s3 = aws_sdk_s3::config::Builder::from(&sdk).force_path_style(local).build();
-    (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_s3::Client::from_conf(s3), aws_sdk_kms::Client::new(&sdk))
+    let kms = aws_sdk_kms::Client::new(&sdk);
+    (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_s3::Client::from_conf(s3), kms, aws_sdk_sqs::Client::new(&sdk))
 }
 
 async fn run(noun: Noun, out: &Output) -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let (dynamodb, s3, kms) = clients().await;
-    let backend = Backend::new(config, dynamodb, s3).with_kms(kms);
+    let (dynamodb, s3, kms, sqs) = clients().await;
+    let backend = Backend::new(config, dynamodb, s3).with_kms(kms).with_sqs(sqs);
     // Without a region the SDK fails every request with a long construction error; say
     // what is missing instead.
     if backend.store().client().config().region().is_none() {

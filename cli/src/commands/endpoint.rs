@@ -1,6 +1,7 @@
 //! `callctl endpoint`: the URLs a workspace's events (`call.stored`, `call.revised`,
 //! `call.erased`) are sent to, signed as Standard Webhooks has it: create (prints the
-//! `whsec_…` secret once), list, disable, enable, delete, rotate.
+//! `whsec_…` secret once), list, disable, enable, delete, rotate; and what was sent to one:
+//! attempts, replay, recover (`deliveries`).
 //!
 //! A URL is checked when the endpoint is made: `https`, no credentials in it, and a public
 //! host (a private, loopback, link-local or metadata address is refused in every spelling;
@@ -18,6 +19,7 @@ use call_ingest_store::Backend;
 use clap::Subcommand;
 use serde_json::json;
 
+use crate::commands::deliveries;
 use crate::commands::webhook::overlap;
 use crate::output::{fields, table, time_ms, Output};
 
@@ -43,7 +45,8 @@ pub enum Command {
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         workspace: u64,
     },
-    /// Stops sending to an endpoint (what is due to it waits until it is enabled).
+    /// Stops sending to an endpoint (what comes meanwhile is kept as not sent: `recover`
+    /// sends it once the endpoint is enabled).
     Disable {
         #[arg(long)]
         endpoint: String,
@@ -68,6 +71,31 @@ pub enum Command {
         /// How long the old secret still signs: 90s, 30m, 12h or 7d.
         #[arg(long, value_parser = overlap)]
         overlap: Option<Duration>,
+    },
+    /// What was sent to an endpoint: each attempt's time, message, type, number, status,
+    /// duration and the answer's first bytes (kept 30 days).
+    Attempts {
+        #[arg(long)]
+        endpoint: String,
+        /// Only the attempts of this last while: 90s, 30m, 12h or 7d (default: 30 days).
+        #[arg(long, value_parser = overlap)]
+        since: Option<Duration>,
+    },
+    /// Sends a message to an endpoint again (its same webhook-id and body).
+    Replay {
+        #[arg(long)]
+        endpoint: String,
+        /// The message's id (webhook-id, msg_…), as `attempts` shows it.
+        #[arg(long)]
+        message: String,
+    },
+    /// Sends an endpoint again every message tried this last while that it never took.
+    Recover {
+        #[arg(long)]
+        endpoint: String,
+        /// 90s, 30m, 12h or 7d.
+        #[arg(long, value_parser = overlap)]
+        since: Duration,
     },
 }
 
@@ -156,6 +184,9 @@ impl Command {
                     )
                 })?;
             }
+            Command::Attempts { endpoint, since } => deliveries::attempts(backend, out, &endpoint, since).await?,
+            Command::Replay { endpoint, message } => deliveries::replay(backend, out, &endpoint, &message).await?,
+            Command::Recover { endpoint, since } => deliveries::recover(backend, out, &endpoint, since).await?,
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod call;
+pub mod deliveries;
 pub mod endpoint;
 pub mod key;
 pub mod session;

@@ -9,8 +9,9 @@
 //!   being the message's receive count; after the 8th attempt it is dropped (its attempts
 //!   stay 30 days: `callctl endpoint replay` sends it again).
 //!
-//! A message for an endpoint deleted or disabled since is dropped; one that cannot be sent
-//! for our own failure (the directory, KMS) comes back in a minute.
+//! A message for an endpoint deleted since is dropped; for one disabled, it is kept as an
+//! attempt not made (`callctl endpoint recover` sends it once the endpoint is enabled). One
+//! that cannot be sent for our own failure (the directory, KMS) comes back in a minute.
 
 use call_ingest_core::events::delivery::Delivery;
 use call_ingest_core::events::retry::{self, Verdict, FAILING_FOR_MS};
@@ -55,11 +56,18 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
     let directory = backend.directory();
     let endpoint = match directory.endpoint(&delivery.endpoint_id).await {
         Ok(Some(endpoint)) if endpoint.takes(delivery.kind) => endpoint,
-        Ok(_) => {
-            tracing::info!(
-                endpoint = delivery.endpoint_id,
-                "endpoint deleted, disabled or no longer taking it; dropped"
-            );
+        Ok(Some(endpoint)) => {
+            // Disabled (or no longer taking this type): kept as an attempt not made, so that
+            // `callctl endpoint recover` sends it once the endpoint is enabled.
+            let why = match endpoint.disabled {
+                Some(_) => "not sent: the endpoint is disabled",
+                None => "not sent: the endpoint no longer takes this type",
+            };
+            keep(backend, &delivery, not_sent(&delivery, message.again.received, why)).await;
+            return None;
+        }
+        Ok(None) => {
+            tracing::info!(endpoint = delivery.endpoint_id, "endpoint deleted; dropped");
             return None;
         }
         Err(e) => {
@@ -87,18 +95,13 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
     let number = message.again.received.max(1);
     let attempt = Attempt {
         at: now,
-        message_id: delivery.message_id.clone(),
-        kind: delivery.kind.as_str().to_owned(),
-        attempt: number,
         status: answer.status,
         millis: answer.millis,
         answer: String::from_utf8_lossy(&answer.first_bytes).into_owned(),
         error: answer.error.clone(),
-        delivery: None,
+        ..not_sent(&delivery, number, "")
     };
-    if let Err(e) = directory.record_attempt(&delivery, &attempt).await {
-        tracing::warn!(error = %e, "attempt not kept");
-    }
+    keep(backend, &delivery, attempt).await;
     let verdict = retry::verdict(answer.status, answer.retry_after.as_deref(), now_ms());
     tracing::info!(
         endpoint = endpoint.id,
@@ -134,9 +137,34 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
                 Ok(Some(_)) => {}
                 Err(e) => tracing::warn!(error = %e, "endpoint's failure not noted"),
             }
-            let wait = retry::next_wait(number, retry_after, jitter())?;
-            Some(((wait as f64 * settings.retry_scale).round() as u64).max(1))
+            // The schedule's wait (shortened by the local stack's EVENTS_RETRY_SCALE), never
+            // shorter than the receiver's Retry-After (itself never shortened).
+            let scheduled = retry::next_wait(number, None, jitter())?;
+            let scheduled = ((scheduled as f64 * settings.retry_scale).round() as u64).max(1);
+            Some(scheduled.max(retry_after.unwrap_or(0)).min(retry::MAX_WAIT_SECONDS))
         }
+    }
+}
+
+/// An attempt of `delivery` (its `number`th) at sending nothing, for `why`.
+fn not_sent(delivery: &Delivery, number: u32, why: &str) -> Attempt {
+    Attempt {
+        at: now_ms(),
+        message_id: delivery.message_id.clone(),
+        kind: delivery.kind.as_str().to_owned(),
+        attempt: number.max(1),
+        status: None,
+        millis: 0,
+        answer: String::new(),
+        error: (!why.is_empty()).then(|| why.to_owned()),
+        delivery: None,
+    }
+}
+
+/// Keeps `attempt` for `callctl endpoint attempts`, `replay` and `recover`.
+async fn keep(backend: &Backend, delivery: &Delivery, attempt: Attempt) {
+    if let Err(e) = backend.directory().record_attempt(delivery, &attempt).await {
+        tracing::warn!(error = %e, "attempt not kept");
     }
 }
 

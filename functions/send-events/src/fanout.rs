@@ -1,10 +1,10 @@
 //! The stream's side: a batch of the Calls table's stream records (Lambda's DynamoDB event:
 //! `Records[].eventName`, `.dynamodb.NewImage`, `.OldImage`, `.SequenceNumber`), each made
-//! into its events and one queue message per endpoint that takes each.
+//! into its events and one queue message per endpoint whose types include each (a disabled
+//! one's is kept as not sent).
 
 use std::collections::HashMap;
 
-use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use call_ingest_core::events::change::{record_changes, Change};
 use call_ingest_core::events::delivery::Delivery;
 use call_ingest_core::events::{payload, EventType};
@@ -62,7 +62,8 @@ async fn queue(
             slot.insert(directory.list_endpoints(workspace_id).await.map_err(|e| e.to_string())?)
         }
     };
-    let takers: Vec<&str> = listed.iter().filter(|e| e.takes(change.kind)).map(|e| e.id.as_str()).collect();
+    // Disabled ones too: send-events keeps their events as not sent, for `recover`.
+    let takers: Vec<&str> = listed.iter().filter(|e| e.wants(change.kind)).map(|e| e.id.as_str()).collect();
     if takers.is_empty() {
         return Ok(());
     }
@@ -74,26 +75,9 @@ async fn queue(
         }
     };
     let body = payload::body(change, remote.as_deref(), &settings.base_url);
-    let entries: Vec<SendMessageBatchRequestEntry> = takers
-        .iter()
-        .enumerate()
-        .filter_map(|(i, endpoint)| {
-            let delivery = Delivery::new(change, endpoint, body.clone());
-            SendMessageBatchRequestEntry::builder().id(i.to_string()).message_body(delivery.to_json()).build().ok()
-        })
-        .collect();
-    for chunk in entries.chunks(10) {
-        let sent = sqs
-            .send_message_batch()
-            .queue_url(&settings.queue_url)
-            .set_entries(Some(chunk.to_vec()))
-            .send()
-            .await
-            .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())?;
-        if !sent.failed.is_empty() {
-            return Err(format!("{} of {} messages refused", sent.failed.len(), chunk.len()));
-        }
-    }
+    let bodies: Vec<String> =
+        takers.iter().map(|endpoint| Delivery::new(change, endpoint, body.clone()).to_json()).collect();
+    call_ingest_http::sqs::send_all(sqs, &settings.queue_url, &bodies).await?;
     tracing::info!(
         workspace_id,
         kind = change.kind.as_str(),

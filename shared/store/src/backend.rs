@@ -19,6 +19,8 @@ pub struct Backend {
     /// The KMS client that opens webhook secrets, when given one (else, with settings from
     /// the environment, it is built on first use: most requests never open a secret).
     kms: Option<aws_sdk_kms::Client>,
+    /// The SQS client, when given one (callctl's); else built from the environment.
+    sqs: Option<aws_sdk_sqs::Client>,
     sealer: OnceLock<Option<Sealer>>,
     /// The workspaces' model of personal data (Comprehend), built on first use: most
     /// workspaces have none.
@@ -75,6 +77,7 @@ impl Backend {
             client,
             patience: Default::default(),
             kms: None,
+            sqs: None,
             comprehend: OnceLock::new(),
             sealer: OnceLock::new(),
         }
@@ -83,6 +86,12 @@ impl Backend {
     /// This instance, sealing webhook secrets with `kms` (the key of `HOOK_KEY_ID`).
     pub fn with_kms(mut self, kms: aws_sdk_kms::Client) -> Self {
         self.kms = Some(kms);
+        self
+    }
+
+    /// This instance, queueing with `sqs`.
+    pub fn with_sqs(mut self, sqs: aws_sdk_sqs::Client) -> Self {
+        self.sqs = Some(sqs);
         self
     }
 
@@ -96,6 +105,7 @@ impl Backend {
             client,
             patience: Default::default(),
             kms: None,
+            sqs: None,
             comprehend: OnceLock::new(),
             sealer: OnceLock::new(),
         })
@@ -119,6 +129,9 @@ impl Backend {
     /// An SQS client with the instance's settings from the environment; `None` for an
     /// instance over given clients (tests), which is never fed by a queue.
     pub fn sqs_client(&self) -> Option<aws_sdk_sqs::Client> {
+        if let Some(sqs) = &self.sqs {
+            return Some(sqs.clone());
+        }
         match &self.client {
             Source::Env(env) => Some(env.sqs_client()),
             Source::Ready(..) => None,

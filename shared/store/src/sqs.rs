@@ -131,6 +131,30 @@ pub async fn come_back_in(sqs: &aws_sdk_sqs::Client, messages: &[(&Again, u64)])
     }
 }
 
+/// Sends each of `bodies` to the queue at `queue_url`, ten a request; `Err` when any was
+/// refused (some may have been sent: a retry sends those again).
+pub async fn send_all(sqs: &aws_sdk_sqs::Client, queue_url: &str, bodies: &[String]) -> Result<(), String> {
+    use aws_sdk_sqs::types::SendMessageBatchRequestEntry as Entry;
+    for chunk in bodies.chunks(10) {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, body)| Entry::builder().id(i.to_string()).message_body(body).build().map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sent = sqs
+            .send_message_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())?;
+        if !sent.failed.is_empty() {
+            return Err(format!("{} of {} messages refused", sent.failed.len(), chunk.len()));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

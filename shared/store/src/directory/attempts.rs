@@ -117,14 +117,18 @@ impl Directory {
             .update_expression("SET failing_since = if_not_exists(failing_since, :now)")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":now", n(now))
-            .return_values(ReturnValue::UpdatedNew)
+            // The whole item: UPDATED_NEW may leave out an attribute the update left as it was.
+            .return_values(ReturnValue::AllNew)
             .send()
             .await;
         match result {
-            Ok(out) => Ok(out.attributes.as_ref().and_then(|a| a.get("failing_since")).and_then(|v| match v {
-                AttributeValue::N(t) => t.parse().ok(),
-                _ => None,
-            })),
+            Ok(out) => {
+                let since = out.attributes.as_ref().and_then(|a| a.get("failing_since")).and_then(|v| match v {
+                    AttributeValue::N(t) => t.parse().ok(),
+                    _ => None,
+                });
+                Ok(Some(since.unwrap_or(now)))
+            }
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(None),
             Err(e) => Err(StoreError::from_sdk(e)),
         }

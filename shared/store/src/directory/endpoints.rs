@@ -105,9 +105,15 @@ impl Endpoint {
         })
     }
 
-    /// Whether it takes events of `kind`.
+    /// Whether it takes events of `kind` now.
     pub fn takes(&self, kind: EventType) -> bool {
-        self.disabled.is_none() && (self.events.is_empty() || self.events.contains(&kind))
+        self.disabled.is_none() && self.wants(kind)
+    }
+
+    /// Whether its event types include `kind`, disabled or not: a disabled endpoint's
+    /// events are kept as not sent, for `callctl endpoint recover` once it is enabled.
+    pub fn wants(&self, kind: EventType) -> bool {
+        self.events.is_empty() || self.events.contains(&kind)
     }
 
     /// Whether an id can be one we made (`ep_` and 24 hex digits).
