@@ -11,6 +11,8 @@ SHELL := bash
 
 API_PORT ?= 9000
 DYNAMODB_PORT ?= 8000
+# Where `make run` receives the development workspace's events (printed as they come).
+EVENTS_PORT ?= 9001
 # Instances per function in the local stack (Lambda runs many at once).
 INSTANCES ?= 8
 CHAOS_SECONDS ?= 120
@@ -153,7 +155,7 @@ fuzz-build:
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz build --target-dir $${CARGO_TARGET_DIR:-../target}/fuzz ingest
 
 run: venv
-	./scripts/run_local.sh $(DYNAMODB_PORT) $(API_PORT) $(INSTANCES)
+	./scripts/run_local.sh $(DYNAMODB_PORT) $(API_PORT) $(INSTANCES) $(EVENTS_PORT)
 
 deploy: venv
 	SAM_CLI_TELEMETRY=0 sam build

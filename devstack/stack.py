@@ -138,6 +138,9 @@ class Stack:
         self.tmp = tempfile.mkdtemp(prefix="call-ingest-stack-")
         self.env = dict(os.environ)
         self.env.update(env or {})
+        # Called with each workspace a run makes (`made_workspace`): the events check gives
+        # it an endpoint before it has a call.
+        self.workspace_hooks = []
 
     def __enter__(self):
         try:
@@ -277,6 +280,12 @@ class Stack:
         if out.returncode != 0:
             raise RuntimeError(f"callctl {' '.join(map(str, args))}: {out.stderr.strip()}")
         return json.loads(out.stdout) if out.stdout.strip() else None
+
+    def made_workspace(self, ws):
+        """Tells the hooks of `workspace_hooks` of a workspace just made."""
+        for hook in self.workspace_hooks:
+            hook(ws)
+        return ws
 
     def callgen(self, *args):
         """A generated operation B body (testsupport/callgen): `callgen("--bytes", 1800000)`."""

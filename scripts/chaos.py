@@ -45,6 +45,14 @@ not, each batch once: 3 s with faults off, 20 s under the random faults (DynamoD
 and S3), 15 s of the outage. A batch is lost unless answered 200 and every span of it then
 reads back in its call's trace (`GET /api/v1/public/call/{id}/trace`).
 
+Events out (issue 33, devstack/events_check.py): every workspace there at the start has an
+endpoint at a loopback receiver that fails through the first phase (500, 503, 429 with
+Retry-After, answers past the 15 s timeout) and then recovers, and one more answers 410.
+At the end, what the receiver verified (standardwebhooks) must match the Calls table's final
+heads: a call.stored for every call, a call.revised for every current revision above 1, a
+call.erased for every call gone and none for one there, nothing for a call or revision that
+never was, one webhook-id per event; the 410 endpoint disabled after one request.
+
 Then, with faults off, every call is read back (callctl) and the table printed. Exit 1
 when a promise broke: lost (acknowledged, not stored as current or as a revision),
 doubled (two ids for one call, two is_new: true, one id for two calls), a 500, a 503
@@ -63,6 +71,7 @@ import time
 from collections import namedtuple
 
 from devstack import programs, trace_clients, webhook_clients
+from devstack.events_check import EventsPhase
 from devstack.threads import run_each
 from devstack.stack import Stack, request
 
@@ -221,7 +230,7 @@ def rebrand(body, call_id):
 def burst(stack, workload, log, n=100, seed=0):
     """`n` one-shot calls of one workspace within one second, at the default rate limit:
     a workspace of its own, so no instance has its raised limit cached."""
-    ws = stack.ctl("workspace", "create", "--name", f"burst-{seed}")["id"]
+    ws = stack.made_workspace(stack.ctl("workspace", "create", "--name", f"burst-{seed}")["id"])
     stack.ctl("agent", "create", "--workspace", ws, "--remote-id", "desk")
     token = stack.ctl("key", "create", "--workspace", ws, "--name", "burst")["token"]
     url = f"{stack.url}/api/v1/public/call?workspace_id={ws}&agent_remote_identifier=desk"
@@ -506,7 +515,8 @@ def check(stack, log):
 
 
 BROKEN = ["lost", "doubled", "500 answers", "503 without Retry-After", "never new", "unreadable",
-          "webhook reports lost", "trace batches lost", "pending after 60 s", "history violations"]
+          "webhook reports lost", "trace batches lost", "pending after 60 s", "history violations",
+          "events problems"]
 # How long accepted (202) calls may take to be committed once storage is back.
 COMMIT_WITHIN = 60
 
@@ -570,8 +580,13 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     started = time.time()
     settled, left_pending, history_violations = {}, 0, 0
     trace_calls, trace_batches = {}, []
+    # Events out: an endpoint per workspace at a receiver that fails through the first phase
+    # and then recovers (devstack.events_check).
+    events = EventsPhase(stack, seed)
     try:
         for phase in phases:
+            if phase == phases[0]:
+                events.fail()
             if phase == "random":
                 random_faults(stack, [stack.calls_table])
                 drive(stack, workload, seconds, seed, workers, log, phase, one_shot)
@@ -594,6 +609,7 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
             else:
                 raise ValueError(f"no phase {phase!r}; one of {PHASES}")
             stack.faults.clear()
+            events.recover()
             # Storage is back: every call accepted so far must be committed within 60 s,
             # counted from here. The next phase starts from a stack at rest, as each tests
             # one condition (locally, one process serves all of DynamoDB and S3, so a
@@ -604,6 +620,7 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
                 left_pending += len(pending_objects(stack))
     finally:
         stack.faults.clear()
+        events.recover()
     elapsed = time.time() - started
     injected = stack.faults.stats()["injected"]
     report = check(stack, log)
@@ -616,6 +633,8 @@ def run(stack, seconds, seed, workers, out=sys.stdout, phases=("random",), one_s
     report["webhook reports lost"] = len(webhook_losses)
     trace_rows, trace_losses = trace_clients.lost_spans(stack, trace_calls, trace_batches)
     report["trace batches lost"] = len(trace_losses)
+    report["events problems"] = len(events.settle(out))
+    events.close()
     print(f"\nchaos: phases {', '.join(phases)} ({seconds} s of random faults; {elapsed:.0f} s in all), seed "
           f"{seed}, {workers} retrying and {one_shot} one-shot clients, {stack.instances} instances per function",
           file=out)
@@ -663,7 +682,10 @@ def main():
     p.add_argument("--log", help="keep the stack's log (the functions' and the fault layer's) in this file")
     a = p.parse_args()
     log = open(a.log, "w") if a.log else None
-    with Stack(instances=a.instances, log=log, prepare=history_run.PREPARE) as stack:
+    # Events' retries a hundred times sooner than Svix's schedule (a receiver's Retry-After
+    # kept whole): what failed while the receiver did is delivered within minutes.
+    env = {"EVENTS_RETRY_SCALE": "0.01"}
+    with Stack(instances=a.instances, log=log, prepare=history_run.PREPARE, env=env) as stack:
         report, _ = run(stack, a.seconds, a.seed, a.workers, phases=a.phases.split(","), one_shot=a.one_shot,
                         operations=a.operations)
     sys.exit(1 if any(report[k] for k in BROKEN) else 0)

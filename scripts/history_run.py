@@ -72,7 +72,7 @@ def redacted_workspace(stack, seed):
     """A workspace of the run's own, `redacted`, with an agent of the development agent's
     remote id and a key of every scope: the development one's stand-in for the run (a
     fresh workspace, so that no instance holds an older policy in its cache)."""
-    ws = stack.ctl("workspace", "create", "--name", f"history-{seed}")["id"]
+    ws = stack.made_workspace(stack.ctl("workspace", "create", "--name", f"history-{seed}")["id"])
     stack.ctl("workspace", "policy", "--id", ws, "--storage", "redacted")
     stack.ctl("workspace", "limit", "--id", ws, "--per-second", 1000)
     agent = stack.ctl("agent", "create", "--workspace", ws, "--remote-id", stack.dev["agent_remote_identifier"],

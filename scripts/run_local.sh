@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 DYNAMODB_PORT=${1:-8000}
 API_PORT=${2:-9000}
 INSTANCES=${3:-8}
+EVENTS_PORT=${4:-9001}
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:${DYNAMODB_PORT}"
 # moto serves S3 on the same port: the frames of large calls.
 export AWS_ENDPOINT_URL_S3="http://127.0.0.1:${DYNAMODB_PORT}" FRAMES_BUCKET=${FRAMES_BUCKET:-frames}
@@ -48,6 +49,19 @@ callctl="${target}/debug/callctl"
 "$callctl" tables create
 .venv/bin/python -m devstack.dev_setup "$callctl" "http://127.0.0.1:${API_PORT}" .local/dev.json
 .venv/bin/python -m devstack.dev_setup --curl .local/dev.json
+
+# Events out: a receiver on loopback printing each event the development workspace's
+# endpoint is sent, verified (EVENTS_ALLOW_LOOPBACK lets an endpoint be http to loopback:
+# the local stack's only).
+export EVENTS_ALLOW_LOOPBACK=true
+.venv/bin/python -m devstack.receiver --port "${EVENTS_PORT}" --endpoint-file .local/events-endpoint.json &
+receiver=$!
+trap 'kill "$dynamodb" "$receiver" 2>/dev/null || true; wait 2>/dev/null || true' EXIT INT TERM
+workspace=$(.venv/bin/python -c 'import json; print(json.load(open(".local/dev.json"))["workspace_id"])')
+"$callctl" --json endpoint create --workspace "$workspace" --url "http://127.0.0.1:${EVENTS_PORT}/events" \
+  > .local/events-endpoint.json
+export EVENTS_QUEUE_URL="http://127.0.0.1:${DYNAMODB_PORT}/123456789012/${FRAMES_BUCKET}-EventDeliveriesQueue"
+echo "Events of workspace ${workspace} go to http://127.0.0.1:${EVENTS_PORT}/events and are printed here."
 
 echo "Serving the functions on http://127.0.0.1:${API_PORT}, ${INSTANCES} instances each (Ctrl-C stops everything)."
 # The local API Gateway (devstack.gateway): API Gateway's events, base64 bodies and 6 MB

@@ -1,0 +1,233 @@
+"""Events out under `make chaos` (issue 33): a receiver on loopback for every workspace that
+exists when the run starts, which fails while the random faults run (500s, 429 with
+Retry-After, answers past the 15 s timeout) and then recovers, and a second endpoint that
+answers 410 (disabled after its first event). Once the run is over, with faults off, what
+the receiver verified is checked against the Calls table's final heads (`check`):
+
+  * every event verifies with the `standardwebhooks` reference library;
+  * every call stored has its `call.stored` (id, revision 1); one revised has its
+    `call.revised` for its current revision;
+  * a call whose id is gone (erased: by the erase endpoint, or by retention) has its
+    `call.erased`, and a call still there has none;
+  * no event names a call, or a revision, that never was (a replay, a dropped 202): every
+    id is a head's or an erased one's, no revision is above its call's current one;
+  * copies of one event (retries, a stream record read twice) share one `webhook-id`.
+
+`check` is pure (tests/devstack/test_events_check.py feeds it); `EventsPhase` does the I/O.
+"""
+import random
+import time
+from collections import defaultdict
+
+from devstack.receiver import Receiver
+
+# How long the receiver waits, after the run, for what is still due (retries at the local
+# EVENTS_RETRY_SCALE: 0.01 of Svix's schedule, so a wait of 5 h is 3 minutes).
+SETTLE_SECONDS = 420
+
+
+def check(heads, received):
+    """Problems (strings) between `heads` ({(workspace, id): current revision} of every call's
+    head left at the end) and `received` ([(workspace, type, id, revision or None,
+    webhook-id)] verified events; the workspace the endpoint belongs to)."""
+    problems = []
+    by_event = defaultdict(set)
+    for ws, kind, id, revision, webhook_id in received:
+        by_event[(ws, kind, id, revision)].add(webhook_id)
+    for event, ids in by_event.items():
+        if len(ids) > 1:
+            problems.append(f"{event}: copies with {len(ids)} webhook-ids")
+    seen = set(by_event)
+    named = {(ws, id) for ws, _, id, _, _ in received}
+    for (ws, id), revision in heads.items():
+        if (ws, "call.stored", id, 1) not in seen:
+            problems.append(f"workspace {ws} call {id}: no call.stored")
+        if revision > 1 and (ws, "call.revised", id, revision) not in seen:
+            problems.append(f"workspace {ws} call {id}: no call.revised for its current revision {revision}")
+        if (ws, "call.erased", id, None) in seen:
+            problems.append(f"workspace {ws} call {id}: call.erased, yet it is there")
+    for ws, id in named - set(heads):
+        if (ws, "call.erased", id, None) not in seen:
+            problems.append(f"workspace {ws} call {id}: gone without a call.erased")
+        if (ws, "call.stored", id, 1) not in seen:
+            problems.append(f"workspace {ws} call {id}: erased, never stored")
+    for ws, kind, id, revision in seen:
+        current = heads.get((ws, id))
+        if kind != "call.erased" and current is not None and revision > current:
+            problems.append(f"workspace {ws} call {id}: {kind} for revision {revision}, above its {current}")
+        if kind == "call.revised" and revision < 2:
+            problems.append(f"workspace {ws} call {id}: call.revised for revision {revision}")
+    return problems
+
+
+class EventsPhase:
+    """The receiver and its endpoints, for a run of `make chaos` on `stack`."""
+
+    def __init__(self, stack, seed):
+        self.stack = stack
+        self.rng = random.Random(seed)
+        self.receiver = Receiver(answers=self._answer)
+        self.failing = False
+        self.secrets = {}  # path -> (workspace, secret)
+        self.workspaces = []
+        self.before = set()
+        ws = 1
+        while True:
+            try:
+                stack.ctl("workspace", "get", "--id", ws)
+            except Exception:
+                break
+            self.workspaces.append(ws)
+            ws += 1
+        self.gone = {}  # workspace -> the id of its endpoint that answers 410
+        for ws in list(self.workspaces):
+            self.add(ws)
+        # And those made during the run (the history phase's, the burst's).
+        stack.workspace_hooks.append(self.add)
+        self.recovered_at = None
+        # Calls stored before the endpoints were made (the stack's own set-up) are not
+        # expected to have events.
+        self.before = {id for _, id in self.heads()}
+
+    def add(self, ws):
+        """Endpoints for workspace `ws`: one at /ws/<ws>, checked, and one at /gone/<ws> that
+        answers 410."""
+        if ws not in self.workspaces:
+            self.workspaces.append(ws)
+        made = self.stack.ctl("endpoint", "create", "--workspace", ws, "--url", self.receiver.url(f"/ws/{ws}"))
+        self.secrets[f"/ws/{ws}"] = (ws, made["secret"])
+        gone = self.stack.ctl("endpoint", "create", "--workspace", ws, "--url", self.receiver.url(f"/gone/{ws}"))
+        self.gone[ws] = gone["endpoint"]["id"]
+        self.receiver.answer(f"/gone/{ws}", 410)
+
+    def _answer(self, path):
+        """While failing: a third of the answers fail (500, 503, 429 with Retry-After, or an
+        answer past the 15 s timeout)."""
+        if not self.failing or path.startswith("/gone/"):
+            return None
+        roll = self.rng.random()
+        if roll < 0.15:
+            return 500
+        if roll < 0.2:
+            return 503
+        if roll < 0.3:
+            return (429, {"Retry-After": "2"})
+        if roll < 0.33:
+            return ("sleep", 16)
+        return None
+
+    def fail(self):
+        self.failing = True
+
+    def recover(self):
+        self.failing = False
+        self.recovered_at = time.time()
+
+    def verified(self):
+        """[(workspace, type, id, revision, webhook-id, arrival, change time)] of what came,
+        each verified; and the number that did not verify."""
+        import standardwebhooks
+
+        out, bad = [], 0
+        for got in self.receiver.received():
+            if got.path not in self.secrets or got.status != 200:
+                continue
+            ws, secret = self.secrets[got.path]
+            try:
+                event = standardwebhooks.Webhook(secret).verify(got.body, got.headers)
+            except Exception:
+                bad += 1
+                continue
+            changed = _epoch(event.get("timestamp"))
+            revision = event["data"].get("revision")
+            out.append((ws, event["type"], event["data"]["id"], revision, got.headers["webhook-id"], got.at, changed))
+        return out, bad
+
+    def heads(self):
+        """{(workspace, id): revision} of every call's head in the Calls table."""
+        import boto3
+
+        table = boto3.resource("dynamodb", region_name="us-east-1", endpoint_url=self.stack.dynamodb,
+                               aws_access_key_id="local", aws_secret_access_key="local").Table(self.stack.calls_table)
+        heads, start = {}, None
+        while True:
+            page = table.scan(**({"ExclusiveStartKey": start} if start else {}))
+            for item in page["Items"]:
+                if item.get("sk") != "HEAD" or "id" not in item or not item["pk"].startswith("CALL#"):
+                    continue
+                ws = int(item["pk"].split("#")[1])
+                if ws in self.workspaces:
+                    heads[(ws, int(item["id"]))] = int(item.get("revision", 1))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return heads
+
+    def settle(self, out):
+        """Waits (at most SETTLE_SECONDS) until what came matches the final heads; prints the
+        table and answers the problems."""
+        deadline = time.time() + SETTLE_SECONDS
+        while True:
+            heads = {k: v for k, v in self.heads().items() if k[1] not in self.before}
+            got, bad = self.verified()
+            got = [g for g in got if g[2] not in self.before]
+            problems = check(heads, [g[:5] for g in got])
+            if not problems or time.time() > deadline:
+                break
+            time.sleep(5)
+        if bad:
+            problems.append(f"{bad} events did not verify")
+        # An endpoint answering 410 is disabled by its first answer, and gets no request
+        # after (those sent at the same moment, a batch's, may arrive beside the first).
+        disabled_gone = 0
+        for ws, id in self.gone.items():
+            listed = self.stack.ctl("endpoint", "list", "--workspace", ws)["endpoints"]
+            endpoint = next((e for e in listed if e["id"] == id), {})
+            state, at = endpoint.get("disabled"), endpoint.get("disabled_at")
+            requests = self.receiver.received(f"/gone/{ws}")
+            late = [r for r in requests if at is None or r.at > at / 1000 + 2]
+            if bool(requests) != (state == "gone") or late:
+                problems.append(f"workspace {ws}'s 410 endpoint: {len(requests)} requests ({len(late)} after it "
+                                f"was disabled), state {state}")
+            disabled_gone += bool(requests) and state == "gone"
+        if not disabled_gone:
+            problems.append("no endpoint answering 410 was disabled")
+        first = {}
+        for g in got:
+            first[g[4]] = min(first.get(g[4], g), g, key=lambda x: x[5])
+        clean = [g[5] - g[6] for g in first.values()
+                 if g[6] is not None and self.recovered_at is not None and g[6] > self.recovered_at]
+        every = [g[5] - g[6] for g in first.values() if g[6] is not None]
+        counts = defaultdict(int)
+        for g in first.values():
+            counts[g[1]] += 1
+        print("\n| events (verified by standardwebhooks) | value |\n|---|---|", file=out)
+        for kind in ("call.stored", "call.revised", "call.erased"):
+            print(f"| {kind} | {counts[kind]} |", file=out)
+        print(f"| requests to the receiver | {len(self.receiver.received())} |", file=out)
+        print(f"| endpoints disabled by a 410 | {disabled_gone} of {len(self.gone)} |", file=out)
+        print(f"| calls at the end (heads) | {len(heads)} |", file=out)
+        print(f"| commit to delivery, p50 / p99, receiver up | {_pct(clean, 50)} / {_pct(clean, 99)} ms |", file=out)
+        print(f"| commit to delivery, p50 / p99, whole run | {_pct(every, 50)} / {_pct(every, 99)} ms |", file=out)
+        print(f"| problems (must be 0) | {len(problems)} |", file=out)
+        for p in problems[:10]:
+            print(f"events: {p}", file=out)
+        return problems
+
+    def close(self):
+        self.receiver.close()
+
+
+def _epoch(text):
+    if not text:
+        return None
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _pct(values, p):
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    return round(1000 * ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))])
+
