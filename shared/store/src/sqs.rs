@@ -96,12 +96,17 @@ pub fn queue_url(arn: &str) -> Option<String> {
     }
 }
 
-/// Keeps each message out of sight for its seconds (at most 12 hours, SQS's limit), so that
+/// The longest a message is kept out of sight: SQS refuses a visibility that ends more than
+/// 12 hours after the message was received, so a margin is kept for the time since (the
+/// batch's work, the function's timeout at most).
+pub const MAX_HIDDEN_SECONDS: u64 = 12 * 3600 - 300;
+
+/// Keeps each message out of sight for its seconds (at most [`MAX_HIDDEN_SECONDS`]), so that
 /// one named in `batchItemFailures` comes back then rather than at the queue's visibility
 /// timeout. A message whose visibility cannot be changed keeps the queue's (logged).
 pub async fn come_back_in(sqs: &aws_sdk_sqs::Client, messages: &[(&Again, u64)]) {
     use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry as Entry;
-    const MAX_SECONDS: u64 = 12 * 3600;
+    const MAX_SECONDS: u64 = MAX_HIDDEN_SECONDS;
     let mut by_queue: std::collections::BTreeMap<&str, Vec<Entry>> = Default::default();
     for (i, (again, seconds)) in messages.iter().enumerate() {
         let Some(url) = again.queue_url.as_deref().filter(|_| !again.receipt.is_empty()) else { continue };

@@ -108,47 +108,37 @@ impl Directory {
     /// delivery to it has failed (`now` when this is the first failure since a success), or
     /// `None` when the endpoint is gone.
     pub async fn endpoint_failed(&self, id: &str, now: u64) -> Result<Option<u64>, StoreError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(super::endpoints::endpoint_pk(id)))
-            .key("sk", s(super::endpoints::ENDPOINT_SK))
-            .update_expression("SET failing_since = if_not_exists(failing_since, :now)")
-            .condition_expression("attribute_exists(pk)")
-            .expression_attribute_values(":now", n(now))
-            // The whole item: UPDATED_NEW may leave out an attribute the update left as it was.
-            .return_values(ReturnValue::AllNew)
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                let since = out.attributes.as_ref().and_then(|a| a.get("failing_since")).and_then(|v| match v {
-                    AttributeValue::N(t) => t.parse().ok(),
-                    _ => None,
-                });
-                Ok(Some(since.unwrap_or(now)))
-            }
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(None),
-            Err(e) => Err(StoreError::from_sdk(e)),
-        }
+        let found = self.note_health(id, "SET failing_since = if_not_exists(failing_since, :now)", Some(now)).await?;
+        // The whole item (UPDATED_NEW may leave out an attribute the update left as it was).
+        Ok(found.map(|item| match item.get("failing_since") {
+            Some(AttributeValue::N(t)) => t.parse().unwrap_or(now),
+            _ => now,
+        }))
     }
 
     /// Notes that a delivery to endpoint `id` succeeded: its failing streak is over.
     pub async fn endpoint_recovered(&self, id: &str) -> Result<(), StoreError> {
+        self.note_health(id, "REMOVE failing_since", None).await.map(|_| ())
+    }
+
+    /// Endpoint `id` updated by `expression` (`:now` bound to `now`), as it is after; `None`
+    /// when there is no such endpoint.
+    async fn note_health(&self, id: &str, expression: &str, now: Option<u64>) -> Result<Option<Item>, StoreError> {
         let result = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(super::endpoints::endpoint_pk(id)))
             .key("sk", s(super::endpoints::ENDPOINT_SK))
-            .update_expression("REMOVE failing_since")
+            .update_expression(expression)
             .condition_expression("attribute_exists(pk)")
+            .set_expression_attribute_values(now.map(|t| std::collections::HashMap::from([(":now".to_owned(), n(t))])))
+            .return_values(ReturnValue::AllNew)
             .send()
             .await;
         match result {
-            Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            Ok(out) => Ok(Some(out.attributes.unwrap_or_default())),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(None),
             Err(e) => Err(StoreError::from_sdk(e)),
         }
     }
