@@ -399,6 +399,8 @@ def test_local_resources(template):
     resources, aliases = iam.local_resources(environ, template, list_aliases=lambda: {ALIAS: KEY, "alias/x": "k"})
     assert resources == {"CallsTable": "calls-1", "DirectoryTable": "directory-1", "FramesBucket": "frames-1",
                          "PendingQueue": "frames-1-PendingQueue", "PendingDeadLetterQueue": "frames-1-PendingDeadLetterQueue",
+                         "EventDeliveriesQueue": "frames-1-EventDeliveriesQueue",
+                         "EventDeliveriesDeadLetterQueue": "frames-1-EventDeliveriesDeadLetterQueue",
                          "HookKey": KEY}
     assert aliases == {ALIAS: KEY}
     resources, _ = iam.local_resources(dict(environ, HOOK_KEY_ID=OTHER_KEY), template, list_aliases=lambda: {})
