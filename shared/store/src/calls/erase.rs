@@ -113,10 +113,7 @@ impl Store {
         let mut progress = Progress { upto: super::now_ms(), removed: 0, tried_head: false };
         for round in 0..MAX_ROUNDS {
             let step = self.erase_round(workspace_id, call_id, id, &pk, round, &mut progress);
-            let step = match until {
-                Some(until) => tokio::time::timeout_at(until, step).await.map_err(|_| out_of_time())??,
-                None => step.await?,
-            };
+            let step = before(until, step).await?;
             let (head, mark) = match step {
                 Round::Done(erased) => return Ok(erased),
                 Round::Again => continue,
@@ -359,7 +356,16 @@ impl Store {
     }
 }
 
-/// An erase given up at its deadline, before burying the call.
-pub(crate) fn out_of_time() -> StoreError {
-    StoreError::Unavailable("not finished in the time it was given".into())
+/// `work`, given up (`Unavailable`) at `until` when there is one: an erase's work before
+/// the call is buried.
+pub(crate) async fn before<T>(
+    until: Option<tokio::time::Instant>,
+    work: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    match until {
+        Some(until) => tokio::time::timeout_at(until, work)
+            .await
+            .unwrap_or_else(|_| Err(StoreError::Unavailable("not finished in the time it was given".into()))),
+        None => work.await,
+    }
 }

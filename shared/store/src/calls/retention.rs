@@ -42,11 +42,7 @@ impl Store {
         id: u64,
         until: Option<tokio::time::Instant>,
     ) -> Result<usize, StoreError> {
-        let traces = Box::pin(self.erase_traces(workspace_id, call_id, id));
-        match until {
-            Some(until) => tokio::time::timeout_at(until, traces).await.map_err(|_| super::erase::out_of_time())??,
-            None => traces.await?,
-        };
+        super::erase::before(until, Box::pin(self.erase_traces(workspace_id, call_id, id))).await?;
         let erased = self.erase_call_until(workspace_id, call_id, id, until).await?;
         Box::pin(self.erase_traces(workspace_id, call_id, id)).await?;
         Ok(erased.items)
