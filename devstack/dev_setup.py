@@ -15,9 +15,9 @@ import subprocess
 import sys
 
 REMOTE_ID = "dev-agent"
-# The development key may do everything (send, read, erase) so that every printed command
-# works; in production give each backend only the scope it needs.
-SCOPES = ("--scope", "send", "--scope", "read", "--scope", "erase")
+# The development key may do everything (send, read, erase, manage its event endpoints) so
+# that every printed command works; in production give each backend only the scope it needs.
+SCOPES = ("--scope", "send", "--scope", "read", "--scope", "erase", "--scope", "manage")
 
 
 def ctl(callctl, *args, stdin=None):

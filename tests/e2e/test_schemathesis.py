@@ -55,9 +55,13 @@ def workspace(stack, name, agent_id=None):
 
 def fixtures(stack):
     """The environment schemathesis.toml reads: the readers' workspace with a stored call,
-    and the writers' workspace."""
+    the writers' workspace, and the event endpoints' workspace (no call is ever stored
+    there)."""
     read_ws, read_key, agent_id = workspace(stack, "schemathesis-read")
     write_ws, write_key, _ = workspace(stack, "schemathesis-write", agent_id=AGENT_ID)
+    manage_ws = stack.ctl("workspace", "create", "--name", "schemathesis-manage")["id"]
+    stack.ctl("workspace", "limit", "--id", manage_ws, "--per-second", 1000)
+    manage_key = stack.ctl("key", "create", "--workspace", manage_ws, "--name", "manage", "--scope", "manage")["token"]
     headers = {"Authorization": f"Bearer {read_key}", "Content-Type": "application/json"}
     # A call with two revisions, over 1 KiB (worth compressing), under the provider call id
     # the document's examples read; and one sent through Send Call Data, to be listed.
@@ -75,6 +79,7 @@ def fixtures(stack):
     return {
         "ST_READ_WORKSPACE_ID": str(read_ws), "ST_READ_KEY": read_key, "ST_CALL_ID": str(first.body["id"]),
         "ST_WRITE_WORKSPACE_ID": str(write_ws), "ST_WRITE_KEY": write_key, "ST_AGENT": AGENT_REMOTE_ID,
+        "ST_MANAGE_WORKSPACE_ID": str(manage_ws), "ST_MANAGE_KEY": manage_key,
         # Hypothesis's own files (its Unicode tables) out of the working tree.
         "HYPOTHESIS_STORAGE_DIRECTORY": os.path.join(stack.tmp, "hypothesis"),
     }

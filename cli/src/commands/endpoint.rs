@@ -11,10 +11,8 @@
 use std::time::Duration;
 
 use anyhow::anyhow;
-use call_ingest_core::events::signing::Secret;
 use call_ingest_core::events::{target, EventType};
-use call_ingest_store::calls::random_bytes;
-use call_ingest_store::directory::endpoints::{Disabled, Endpoint, ROTATION_OVERLAP_MS};
+use call_ingest_store::directory::endpoints::{new_secret, Disabled, Endpoint, ROTATION_OVERLAP_MS};
 use call_ingest_store::Backend;
 use clap::Subcommand;
 use serde_json::json;
@@ -22,9 +20,6 @@ use serde_json::json;
 use crate::commands::deliveries;
 use crate::commands::webhook::overlap;
 use crate::output::{fields, table, time_ms, Output};
-
-/// Random bytes in a new secret (Standard Webhooks: 24 to 64).
-const SECRET_BYTES: usize = 32;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -101,10 +96,6 @@ pub enum Command {
 
 fn event_type(name: &str) -> Result<EventType, String> {
     EventType::parse(name).ok_or_else(|| format!("{name:?} is not call.stored, call.revised or call.erased"))
-}
-
-fn new_secret() -> anyhow::Result<Secret> {
-    Secret::from_bytes(random_bytes(SECRET_BYTES)?).map_err(|e| anyhow!(e))
 }
 
 /// An endpoint's state, a word.

@@ -8,7 +8,9 @@ use std::time::Instant;
 use lambda_http::http::Response;
 use lambda_http::{Body, Request, RequestExt};
 
-use crate::endpoints::{call_trace, erase_call, get_call, ingest, list_calls, me, otel, raw, revisions, webhook};
+use crate::endpoints::{
+    call_trace, erase_call, event_endpoints, get_call, ingest, list_calls, me, otel, raw, revisions, webhook,
+};
 use crate::logging::RequestLog;
 use crate::{problems, respond};
 use crate::{Backend, Endpoint};
@@ -24,7 +26,9 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, mut reques
     let request_id = request_id(&request);
     let mut log = RequestLog::new(endpoint, request.body().len());
     let answer = match endpoint {
-        _ if request.method() != endpoint.method() => Err(problems::method_not_allowed(endpoint)),
+        _ if endpoint.method().is_some_and(|m| request.method() != m) => {
+            Err(problems::method_not_allowed(endpoint.allow()))
+        }
         Endpoint::Ingest(operation) => ingest::process(backend, operation, &request, &mut log)
             .await
             .map(|reply| reply.respond(operation, &request_id)),
@@ -39,6 +43,7 @@ pub async fn handle(backend: &Backend, endpoint: impl Into<Endpoint>, mut reques
         // endpoint's request future larger (a debug build's test thread overflowed).
         Endpoint::Otel => Box::pin(otel::answer(backend, &request, &request_id, &mut log)).await,
         Endpoint::CallTrace => Box::pin(call_trace::answer(backend, &request, &request_id, &mut log)).await,
+        Endpoint::ManageEndpoints => Box::pin(event_endpoints::answer(backend, &request, &request_id, &mut log)).await,
     };
     let mut response = match answer {
         Ok(response) => response,

@@ -31,6 +31,9 @@ pub enum Endpoint {
     Otel,
     /// `GET /api/v1/public/call/{id}/trace`: a call's spans and its per-turn table.
     CallTrace,
+    /// `/api/v1/public/endpoints` and `…/{endpoint_id}` (`/disable`, `/enable`, `/rotate`):
+    /// the workspace's event endpoints, each path with its own methods.
+    ManageEndpoints,
 }
 
 impl From<Operation> for Endpoint {
@@ -56,20 +59,23 @@ impl Endpoint {
             Endpoint::Me => "me",
             Endpoint::Otel => "otel",
             Endpoint::CallTrace => "call_trace",
+            Endpoint::ManageEndpoints => "manage_endpoints",
         }
     }
 
-    /// The method the endpoint serves; any other is 405.
-    pub fn method(self) -> Method {
+    /// The method the endpoint serves, any other being 405; `None` for one whose paths
+    /// each have their own (it answers their 405s itself).
+    pub fn method(self) -> Option<Method> {
         match self {
-            Endpoint::Ingest(_) | Endpoint::Webhook | Endpoint::Otel => Method::POST,
-            Endpoint::EraseCall => Method::DELETE,
+            Endpoint::Ingest(_) | Endpoint::Webhook | Endpoint::Otel => Some(Method::POST),
+            Endpoint::EraseCall => Some(Method::DELETE),
             Endpoint::GetCall
             | Endpoint::ListCalls
             | Endpoint::CallRevisions
             | Endpoint::GetRawCall
             | Endpoint::Me
-            | Endpoint::CallTrace => Method::GET,
+            | Endpoint::CallTrace => Some(Method::GET),
+            Endpoint::ManageEndpoints => None,
         }
     }
 
@@ -88,6 +94,8 @@ impl Endpoint {
             | Endpoint::GetRawCall
             | Endpoint::Me
             | Endpoint::CallTrace => "GET",
+            // Every method of its paths; each path's 405 names its own.
+            Endpoint::ManageEndpoints => "GET, POST, DELETE",
         }
     }
 
@@ -104,6 +112,7 @@ impl Endpoint {
             | Endpoint::CallTrace => Some(Scope::Read),
             Endpoint::Otel => Some(Scope::Traces),
             Endpoint::EraseCall => Some(Scope::Erase),
+            Endpoint::ManageEndpoints => Some(Scope::Manage),
             Endpoint::Me => None,
         }
     }

@@ -36,6 +36,12 @@ fn ingest(e: Endpoint) -> bool {
     matches!(e, Endpoint::Ingest(_) | Endpoint::Webhook)
 }
 
+/// The endpoints that read a JSON body: those that take a call's, and the event
+/// endpoints' (making one, rotating its secret).
+fn bodies(e: Endpoint) -> bool {
+    ingest(e) || e == Endpoint::ManageEndpoints
+}
+
 fn readers(e: Endpoint) -> bool {
     matches!(e, Endpoint::GetCall | Endpoint::CallRevisions | Endpoint::GetRawCall | Endpoint::CallTrace)
 }
@@ -81,6 +87,13 @@ pub const AGENT_NOT_FOUND: ProblemKind = ProblemKind {
 };
 pub const CALL_NOT_FOUND: ProblemKind =
     ProblemKind { status: 404, slug: "call-not-found", title: "Call not found", answered_by: by_id };
+/// An event endpoint's `{endpoint_id}` that names none of the workspace's.
+pub const ENDPOINT_NOT_FOUND: ProblemKind = ProblemKind {
+    status: 404,
+    slug: "endpoint-not-found",
+    title: "Endpoint not found",
+    answered_by: |e| e == Endpoint::ManageEndpoints,
+};
 /// Every function but erase-call, which API Gateway sends DELETE only (its path's other
 /// methods go to get-call).
 pub const METHOD_NOT_ALLOWED: ProblemKind = ProblemKind {
@@ -100,7 +113,7 @@ pub const RAW_GONE: ProblemKind = ProblemKind {
 pub const TOO_LARGE_TO_ANSWER: ProblemKind =
     ProblemKind { status: 406, slug: "too-large-to-answer", title: "Answer too large", answered_by: encoded };
 pub const PAYLOAD_TOO_LARGE: ProblemKind =
-    ProblemKind { status: 413, slug: "payload-too-large", title: "Request body too large", answered_by: ingest };
+    ProblemKind { status: 413, slug: "payload-too-large", title: "Request body too large", answered_by: bodies };
 pub const UNSUPPORTED_MEDIA_TYPE: ProblemKind =
     ProblemKind { status: 415, slug: "unsupported-media-type", title: "Unsupported media type", answered_by: ingest };
 pub const UNSUPPORTED_ENCODING: ProblemKind = ProblemKind {
@@ -132,7 +145,7 @@ pub const BAD_REQUEST: ProblemKind =
     ProblemKind { status: 400, slug: "bad-request", title: "Request cannot be read", answered_by: every };
 /// Built by call-ingest-core (`Problem::unreadable`).
 pub const INVALID_JSON: ProblemKind =
-    ProblemKind { status: 400, slug: "invalid-json", title: "Request body is not a JSON object", answered_by: ingest };
+    ProblemKind { status: 400, slug: "invalid-json", title: "Request body is not a JSON object", answered_by: bodies };
 /// Built by call-ingest-core (`Problem::invalid`, `Problem::over_limit`) for bodies, and
 /// for query parameters by every endpoint.
 pub const VALIDATION: ProblemKind =
@@ -149,6 +162,7 @@ pub const CATALOGUE: &[&ProblemKind] = &[
     &INSUFFICIENT_SCOPE,
     &AGENT_NOT_FOUND,
     &CALL_NOT_FOUND,
+    &ENDPOINT_NOT_FOUND,
     &METHOD_NOT_ALLOWED,
     &RAW_GONE,
     &TOO_LARGE_TO_ANSWER,
@@ -206,8 +220,23 @@ pub(crate) fn answer_too_large() -> Problem {
     INTERNAL.with("the answer was too large to send")
 }
 
-pub(crate) fn method_not_allowed(endpoint: Endpoint) -> Problem {
-    METHOD_NOT_ALLOWED.with(format!("this endpoint accepts {} only", endpoint.method()))
+/// 405 on a path that accepts `allow` (its methods, as `Allow` lists them).
+pub(crate) fn method_not_allowed(allow: &str) -> Problem {
+    METHOD_NOT_ALLOWED.with(format!("this endpoint accepts {allow} only"))
+}
+
+pub(crate) fn endpoint_not_found() -> Problem {
+    ENDPOINT_NOT_FOUND.with("no such endpoint in this workspace")
+}
+
+/// 413: an endpoint's request body over `limit` bytes.
+pub(crate) fn endpoint_body_too_large(limit: usize) -> Problem {
+    PAYLOAD_TOO_LARGE.with(format!("the body must be at most {limit} bytes"))
+}
+
+/// 400: an endpoint's request body that is not a JSON object (`why`).
+pub(crate) fn not_a_json_object(why: &str) -> Problem {
+    INVALID_JSON.with(format!("the body must be a JSON object: {why}"))
 }
 
 pub(crate) fn call_not_found() -> Problem {

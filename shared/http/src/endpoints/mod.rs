@@ -3,6 +3,7 @@
 
 pub(crate) mod call_trace;
 pub(crate) mod erase_call;
+pub(crate) mod event_endpoints;
 pub(crate) mod get_call;
 pub(crate) mod ingest;
 pub(crate) mod list_calls;

@@ -47,7 +47,7 @@ async fn a_key_learns_its_workspace_scopes_and_public_id_a_session_its_workspace
     let a = send(&f.backend, Endpoint::Me, me(Some(&format!("Bearer {}", session.token)), Method::GET)).await;
     assert_eq!(
         a.body,
-        json!({"kind": "session", "workspaces": [1, 2], "scopes": ["send", "read", "erase", "traces"],
+        json!({"kind": "session", "workspaces": [1, 2], "scopes": ["send", "read", "erase", "traces", "manage"],
                "data_policies": policies(&[1, 2])})
     );
     f.t.delete().await;

@@ -20,7 +20,7 @@ use super::sealing::Sealer;
 use super::Directory;
 use crate::calls::error::transaction_outcome;
 use crate::calls::item::{get_b, n, s, Item};
-use crate::calls::{now_ms, random_hex, StoreError, Transaction};
+use crate::calls::{now_ms, random_bytes, random_hex, StoreError, Transaction};
 use call_ingest_core::events::signing::Secret;
 use call_ingest_core::events::target::Target;
 use call_ingest_core::events::EventType;
@@ -29,6 +29,15 @@ use call_ingest_core::events::EventType;
 pub const MAX_PER_WORKSPACE: u64 = 10;
 /// How long the previous secret still signs after a rotation, unless told otherwise.
 pub const ROTATION_OVERLAP_MS: u64 = 24 * 3600 * 1000;
+
+/// Random bytes in a new secret (Standard Webhooks: 24 to 64).
+const SECRET_BYTES: usize = 32;
+
+/// A new endpoint secret: [`SECRET_BYTES`] random bytes (`whsec_` and their base64 when
+/// shown).
+pub fn new_secret() -> Result<Secret, StoreError> {
+    Secret::from_bytes(random_bytes(SECRET_BYTES)?).map_err(StoreError::Internal)
+}
 
 pub fn endpoint_pk(id: &str) -> String {
     format!("EP#{id}")

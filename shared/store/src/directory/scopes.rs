@@ -23,10 +23,13 @@ pub enum Scope {
     /// Send OpenTelemetry traces (`POST /otel/v1/traces`); a key that may send calls may
     /// send their traces too ([`Scopes::allows`]).
     Traces,
+    /// Manage the workspace's event endpoints (`/api/v1/public/endpoints`): make, list,
+    /// disable, enable, rotate and delete them. Never implied by another scope.
+    Manage,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [Scope::Send, Scope::Read, Scope::Erase, Scope::Traces];
+    pub const ALL: [Scope; 5] = [Scope::Send, Scope::Read, Scope::Erase, Scope::Traces, Scope::Manage];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -34,6 +37,7 @@ impl Scope {
             Scope::Read => "read",
             Scope::Erase => "erase",
             Scope::Traces => "traces",
+            Scope::Manage => "manage",
         }
     }
 
@@ -55,7 +59,7 @@ impl FromStr for Scope {
         Scope::ALL
             .into_iter()
             .find(|scope| scope.as_str() == s)
-            .ok_or_else(|| format!("unknown scope {s:?}: one of send, read, erase, traces"))
+            .ok_or_else(|| format!("unknown scope {s:?}: one of send, read, erase, traces, manage"))
     }
 }
 
@@ -67,7 +71,7 @@ impl Scopes {
     /// What a key made before scopes existed may do, and a new key unless told otherwise.
     pub const DEFAULT: Scopes = Scopes(1 << Scope::Send as u8);
     /// Every scope: sessions.
-    pub const ALL: Scopes = Scopes(0b1111);
+    pub const ALL: Scopes = Scopes(0b1_1111);
 
     pub fn of(scopes: impl IntoIterator<Item = Scope>) -> Scopes {
         Scopes(scopes.into_iter().fold(0, |bits, s| bits | s.bit()))

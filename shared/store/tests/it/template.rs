@@ -106,8 +106,9 @@ fn functions_have_least_privilege_iam() {
         .map(|(name, _)| name)
         .collect();
     // The committer is checked on its own below and in the frames' test; `me`, the viewer
-    // and the two trace functions just below; send-events in its own test.
-    assert_eq!(declared.len(), functions.len() + 6, "every function is checked here: {declared:?}");
+    // and the two trace functions just below; send-events and manage-endpoints in their own
+    // tests.
+    assert_eq!(declared.len(), functions.len() + 7, "every function is checked here: {declared:?}");
     trace_functions_have_least_privilege(&t);
     // `me` reads credentials and nothing else; the viewer has no permission at all.
     let me = &t["Resources"]["GetMeFunction"]["Properties"]["Policies"];
@@ -578,4 +579,41 @@ fn send_events_has_least_privilege_and_both_sources() {
     let queue = &t["Resources"]["EventDeliveriesQueue"]["Properties"];
     let receives = queue["RedrivePolicy"]["maxReceiveCount"].as_u64().unwrap();
     assert!(receives > u64::from(call_ingest_core::events::retry::ATTEMPTS), "the whole schedule: {receives}");
+}
+
+/// The event endpoints over the API (issue 33): credentials, its read budget, the
+/// workspace's listing, the endpoints and their listing and count (never a credential,
+/// agent, hook, attempt or call), and data keys sealed for endpoints only (never opened:
+/// no Decrypt, so it cannot read an endpoint's secret back, nor a hook's).
+#[test]
+fn manage_endpoints_has_least_privilege() {
+    let t = template();
+    let f = &t["Resources"]["ManageEndpointsFunction"]["Properties"];
+    let statements = f["Policies"][0]["Statement"].as_array().unwrap();
+    let rights: Vec<(String, String)> = statements
+        .iter()
+        .map(|s| {
+            (s["Action"].to_string(), s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"].to_string())
+        })
+        .collect();
+    let want = [
+        (r#"["dynamodb:GetItem","dynamodb:BatchGetItem"]"#, "null"),
+        (r#"["dynamodb:UpdateItem"]"#, r#"["READS#*"]"#),
+        (r#"["dynamodb:Query"]"#, r#"["WS#*"]"#),
+        (r#"["dynamodb:PutItem","dynamodb:UpdateItem","dynamodb:DeleteItem"]"#, r#"["EP#*","WS#*"]"#),
+        (r#"["kms:GenerateDataKey"]"#, "null"),
+    ];
+    assert_eq!(rights, want.map(|(a, k)| (a.to_owned(), k.to_owned())));
+    for table in &statements[..4] {
+        assert_eq!(table["Resource"]["Fn::GetAtt"][0], "DirectoryTable", "never the Calls table");
+    }
+    let seal = &statements[4]["Condition"];
+    assert_eq!(seal["StringLike"]["kms:EncryptionContext:hook"], "ep_*", "endpoints' secrets only");
+    assert_eq!(seal["Null"]["kms:EncryptionContextKeys"], "false");
+    assert_eq!(f["ReservedConcurrentExecutions"]["Ref"], "ReaderReservedConcurrency");
+    let paths: Vec<&str> =
+        f["Events"].as_object().unwrap().values().map(|e| e["Properties"]["Path"].as_str().unwrap()).collect();
+    for path in ["", "/{endpoint_id}", "/{endpoint_id}/disable", "/{endpoint_id}/enable", "/{endpoint_id}/rotate"] {
+        assert!(paths.contains(&format!("/api/v1/public/endpoints{path}").as_str()), "{path}: {paths:?}");
+    }
 }
