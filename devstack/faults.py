@@ -516,6 +516,8 @@ class FaultLayer:
             return self.s3(environ, start_response, body)
         if target.startswith(comprehend.TARGET):
             return self.comprehend(target.split(".", 1)[1], environ, start_response, body)
+        if target in ("AmazonSQS.SendMessage", "AmazonSQS.SendMessageBatch"):
+            return self.sqs_send(target.split(".", 1)[1], environ, start_response, body)
         if not target.startswith("DynamoDB_20120810."):
             return self.app(environ, start_response) if body is None else self.forward(environ, start_response, body)
         op = target.split(".", 1)[1]
@@ -527,9 +529,7 @@ class FaultLayer:
         region = region_of(environ)
         refusal = self.fidelity.check(op, request, region)
         if refusal:
-            with self.lock:
-                reason = refusal[1]["message"].split(".")[0][:60]
-                self.refused[reason] = self.refused.get(reason, 0) + 1
+            self.count_refused(refusal[1]["message"].split(".")[0][:60])
             return respond(start_response, *refusal)
         if not self.throughput.admit(op, request, region):
             with self.lock:
@@ -546,6 +546,43 @@ class FaultLayer:
         if rule is None:
             return self.forward(environ, start_response, body)
         return self.inject(rule, op, request, environ, start_response, body)
+
+    def sqs_send(self, op, environ, start_response, body=None):
+        """SendMessage(Batch) as SQS takes it: a message holding a character SQS refuses
+        (sqs_unsendable) is refused, alone in a batch (its entry under `Failed`, the others
+        sent), where moto would send it."""
+        body = read_body(environ) if body is None else body
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            return self.forward(environ, start_response, body)
+        if op == "SendMessage":
+            if not sqs_unsendable(request.get("MessageBody", "")):
+                return self.forward(environ, start_response, body)
+            self.count_refused("sqs: invalid message contents")
+            return respond(start_response, 400, {"__type": "com.amazonaws.sqs#InvalidMessageContents",
+                                                 "message": SQS_INVALID_CHARACTERS})
+        entries = request.get("Entries") or []
+        bad = [e for e in entries if sqs_unsendable(e.get("MessageBody", ""))]
+        if not bad:
+            return self.forward(environ, start_response, body)
+        self.count_refused("sqs: invalid message contents")
+        good = [e for e in entries if not sqs_unsendable(e.get("MessageBody", ""))]
+        answer = {"Successful": []}
+        if good:
+            status, headers, chunks = call(self.app, environ, json.dumps({**request, "Entries": good}).encode())
+            if not status.startswith("200"):
+                start_response(status, headers)
+                return chunks
+            answer = json.loads(b"".join(chunks) or b"{}")
+        failed = [{"Id": e.get("Id"), "SenderFault": True, "Code": "InvalidMessageContents",
+                   "Message": SQS_INVALID_CHARACTERS} for e in bad]
+        answer["Failed"] = (answer.get("Failed") or []) + failed
+        return respond(start_response, 200, answer)
+
+    def count_refused(self, reason):
+        with self.lock:
+            self.refused[reason] = self.refused.get(reason, 0) + 1
 
     def comprehend(self, op, environ, start_response, body=None):
         """A Comprehend request: answered by the local stand-in, unless a rule faults it."""
@@ -658,6 +695,18 @@ class FaultLayer:
             return self.deny(request, denial, start_response)
         start_response(status, headers)
         return chunks
+
+
+SQS_INVALID_CHARACTERS = ("Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | "
+                          "#x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF")
+
+
+def sqs_unsendable(text):
+    """Whether SQS refuses a message body holding `text`: a character outside #x9, #xA, #xD,
+    #x20 to #xD7FF, #xE000 to #xFFFD and #x10000 to #x10FFFF (U+FFFE and U+FFFF, control
+    characters, and lone surrogates, which JSON can spell)."""
+    return any(not (c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c >= "\U00010000")
+               for c in text)
 
 
 def read_body(environ):

@@ -220,3 +220,26 @@ def test_one_rule_is_removed_by_its_id_and_the_others_stay(endpoint, s3):
     assert s3.get_object(Bucket="bucket-b", Key="one")["Body"].read() == b"z"
     assert [r["id"] for r in control(endpoint, "GET", "/_faults/rules", {})["rules"]] == [other]
     control(endpoint, "DELETE", "/_faults/rules", {})
+
+
+def test_sqs_refuses_messages_holding_characters_it_does_not_take(endpoint):
+    """SQS takes #x9, #xA, #xD, #x20 to #xD7FF, #xE000 to #xFFFD and above #xFFFF: U+FFFE,
+    U+FFFF, other control characters and lone surrogates are refused (moto sends them); in
+    a batch each such entry fails alone."""
+    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="x",
+                       aws_secret_access_key="x", config=Config(retries={"mode": "standard", "total_max_attempts": 1}))
+    url = sqs.create_queue(QueueName="characters")["QueueUrl"]
+    for bad in ["a\ufffeb", "\uffff", "bell\x07", "\ud800"]:
+        code, message = refused(lambda: sqs.send_message(QueueUrl=url, MessageBody=bad))
+        assert code == "InvalidMessageContents" and "#xE000 to #xFFFD" in message, (bad, code)
+    sqs.send_message(QueueUrl=url, MessageBody="tab\t \ud7ff \ue000 \ufffd \U0010ffff \\ufffe")
+    sent = sqs.send_message_batch(QueueUrl=url, Entries=[
+        {"Id": "0", "MessageBody": "fine"}, {"Id": "1", "MessageBody": "x\uffff"}, {"Id": "2", "MessageBody": "ok"}])
+    assert [e["Id"] for e in sent["Successful"]] == ["0", "2"]
+    assert [(e["Id"], e["Code"], e["SenderFault"]) for e in sent["Failed"]] == [("1", "InvalidMessageContents", True)]
+    bodies = []
+    while got := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        bodies += [m["Body"] for m in got]
+        sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                                        for i, m in enumerate(got)])
+    assert sorted(bodies) == sorted(["tab\t \ud7ff \ue000 \ufffd \U0010ffff \\ufffe", "fine", "ok"])

@@ -44,9 +44,19 @@ impl Delivery {
         }
     }
 
-    /// The message's text on the queue.
+    /// The message's text on the queue. SQS refuses a message holding U+FFFE or U+FFFF
+    /// (its characters are #x9, #xA, #xD, #x20 to #xD7FF, #xE000 to #xFFFD and above
+    /// #xFFFF), which JSON leaves as they are: a call id holding one would have its record
+    /// handed back by the stream, blocking its shard, for 24 hours. They are escaped here
+    /// (`\ufffe`), which JSON reads back as the same character; below #x20 serde_json
+    /// escapes already, and a Rust string holds no surrogate.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        let text = serde_json::to_string(self).unwrap_or_default();
+        match text.contains(['\u{FFFE}', '\u{FFFF}']) {
+            // Outside strings JSON is ASCII: every one of them is inside a string.
+            true => text.replace('\u{FFFE}', "\\ufffe").replace('\u{FFFF}', "\\uffff"),
+            false => text,
+        }
     }
 
     /// A message read from the queue; `None` when it is not one of ours.
@@ -69,5 +79,19 @@ mod tests {
         assert_eq!(d.message_id, change.message_id());
         assert_eq!(Delivery::from_json(&d.to_json()), Some(d));
         assert_eq!(Delivery::from_json("{}"), None);
+    }
+
+    #[test]
+    fn a_message_holds_only_what_sqs_takes_and_reads_back_the_same() {
+        let head = Head { id: Some(5), revision: 1, workspace_id: 7, ..Head::default() };
+        let change = changes(None, Some(&head)).remove(0);
+        let body = "{\"provider_call_id\":\"a\u{FFFE}b\u{FFFF}\u{1}\u{10FFFF}\"}";
+        let d = Delivery::new(&change, "ep_1", body.as_bytes().to_vec());
+        let text = d.to_json();
+        let sqs_takes = |c: char| {
+            matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}') || c > '\u{FFFF}'
+        };
+        assert!(text.chars().all(sqs_takes), "{text:?}");
+        assert_eq!(Delivery::from_json(&text), Some(d));
     }
 }
