@@ -59,6 +59,12 @@ $(VIEWER)/node_modules/.installed: $(VIEWER)/package.json $(VIEWER)/package-lock
 	npm ci --silent --no-audit --no-fund --prefix $(VIEWER)
 	touch $@
 
+# The npm standardwebhooks library, which the HTTP tests verify events with too.
+WEBHOOK_VERIFIER := tests/e2e/node
+$(WEBHOOK_VERIFIER)/node_modules/.installed: $(WEBHOOK_VERIFIER)/package.json $(WEBHOOK_VERIFIER)/package-lock.json
+	npm ci --silent --no-audit --no-fund --prefix $(WEBHOOK_VERIFIER)
+	touch $@
+
 browser:
 	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
@@ -86,7 +92,7 @@ test-viewer:
 	node --test $(VIEWER)/test/*.test.js
 
 # End to end through HTTP: the local stack with several instances per function.
-test-http: venv browser
+test-http: venv browser $(WEBHOOK_VERIFIER)/node_modules/.installed
 	$(PY) -m pytest tests -q
 
 # SEED=n: the seed a run printed, to replay its schedule of requests and faults.

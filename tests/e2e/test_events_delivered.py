@@ -6,6 +6,8 @@ schedule, a receiver's Retry-After first; 410 disables an endpoint, and so do 5 
 failures; during a rotation both secrets sign. The stack's EVENTS_RETRY_SCALE makes the
 schedule's waits a hundred times shorter (conftest)."""
 import json
+import os
+import subprocess
 import time
 import uuid
 
@@ -56,6 +58,20 @@ class Tenant:
 def verified(secret, got):
     """The event `got` carried, once the reference library verified its signature."""
     return standardwebhooks.Webhook(secret).verify(got.body, got.headers)
+
+
+# The npm standardwebhooks library (installed by the Makefile: tests/e2e/node).
+NPM_VERIFIER = os.path.join(os.path.dirname(__file__), "node", "verify.mjs")
+
+
+def npm_verified(cases):
+    """What the npm `standardwebhooks` library makes of each (secret, received event): its
+    event, or the error it raised, as {"ok", "event" | "error"}."""
+    lines = "".join(json.dumps({"secret": secret, "body": got.body.decode(), "headers": got.headers}) + "\n"
+                    for secret, got in cases)
+    out = subprocess.run(["node", NPM_VERIFIER], input=lines, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 def events(secret, received):
@@ -201,3 +217,27 @@ def test_during_a_rotation_both_secrets_sign(stack, receiver):
     assert len(later.headers["webhook-signature"].split(" ")) == 1
     with pytest.raises(standardwebhooks.webhooks.WebhookVerificationError):
         verified(rotated, later)
+
+
+def test_the_npm_library_verifies_every_event_and_both_secrets_of_a_rotation(stack, receiver):
+    """The same events, verified by the npm `standardwebhooks` library: each type, and during
+    a rotation each secret alone; a body changed on the way, or the wrong secret, refused."""
+    t = Tenant(stack, receiver)
+    call_id = t.post(body_for("ev-npm", 1_763_700_000))["id"]
+    said = [{"role": "agent", "text": "Goodbye.", "start_ms": 0, "end_ms": 900}]
+    t.post(body_for("ev-npm", 1_763_700_000, transcript_with_tool_calls=said))
+    assert receiver.wait(lambda got: len(got) >= 2)
+    rotated = stack.ctl("endpoint", "rotate", "--endpoint", t.endpoint)["secret"]
+    t.erase(call_id)
+    assert receiver.wait(lambda got: len(got) >= 3)
+    got = receiver.received()
+    checked = npm_verified([(t.secret, g) for g in got])
+    assert all(c["ok"] for c in checked), checked
+    assert sorted((c["event"]["type"], c["event"]["data"]["id"]) for c in checked) == [
+        ("call.erased", call_id), ("call.revised", call_id), ("call.stored", call_id)]
+    erased = next(g for g in got if json.loads(g.body)["type"] == "call.erased")
+    assert len(erased.headers["webhook-signature"].split(" ")) == 2, "both secrets sign during the overlap"
+    tampered = type(erased)(erased.path, erased.headers, erased.body.replace(b"call.erased", b"call.stored"), 200)
+    stranger = "whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo="  # a secret of no endpoint's
+    cases = [(rotated, erased), (t.secret, erased), (rotated, tampered), (stranger, erased)]
+    assert [c["ok"] for c in npm_verified(cases)] == [True, True, False, False]
