@@ -140,6 +140,20 @@ def test_a_failing_endpoint_gets_the_same_message_again_until_it_takes_it(stack,
     assert again.headers["webhook-id"] == got[0].headers["webhook-id"] and again.body == got[0].body
 
 
+def test_our_own_failures_are_no_attempts(stack, receiver):
+    """The endpoint cannot be read for two receipts of the message (every try of the SDK's
+    three fails): it comes back, and its first attempt at the receiver is attempt 1, not
+    the message's third receipt."""
+    t = Tenant(stack, receiver)
+    stack.faults.add({"op": "GetItem", "fault": "internal", "contains": t.endpoint, "times": 6})
+    call_id = t.post(body_for("ev-ours", 1_763_700_000))["id"]
+    assert receiver.wait(lambda got: len(got) >= 1, timeout=60)
+    assert [verified(t.secret, g)["data"]["id"] for g in receiver.received()] == [call_id]
+    assert sum(r["fired"] for r in stack.faults.rules()) == 6, "both receipts failed"
+    attempts = stack.ctl("endpoint", "attempts", "--endpoint", t.endpoint)["attempts"]
+    assert [(a["attempt"], a["status"]) for a in attempts] == [(1, 200)], attempts
+
+
 def test_a_receivers_retry_after_is_honoured(stack, receiver):
     receiver.answer("/in", (429, {"Retry-After": "4"}))
     t = Tenant(stack, receiver)

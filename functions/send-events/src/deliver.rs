@@ -4,10 +4,13 @@
 //! - 410: the endpoint is disabled (`gone`); nothing more is sent to it.
 //! - anything else (no answer in 15 s, a refused address, 3xx, 4xx, 5xx): the endpoint is
 //!   failing since its first failure after a success; failing for 5 days, it is disabled
-//!   (`failing`); else the message comes back on Svix's schedule (`retry::next_wait`, the
-//!   receiver's `Retry-After` honoured) by `ChangeMessageVisibility`, the attempt number
-//!   being the message's receive count; after the 8th attempt it is dropped (its attempts
-//!   stay 30 days: `callctl endpoint replay` sends it again).
+//!   (`failing`); else it is sent again on Svix's schedule (`retry::next_wait`, the
+//!   receiver's `Retry-After` honoured): a new copy of the message, one attempt on, delayed
+//!   (at most SQS's 15 minutes; a longer wait it sleeps out by `ChangeMessageVisibility`
+//!   when it comes). So the attempt number is the copy's count of attempts made, which our
+//!   own failures, and invocations timed out or throttled (receipts of the same copy), never
+//!   raise. After the 8th attempt it is dropped (its attempts stay 30 days: `callctl
+//!   endpoint replay` sends it again).
 //!
 //! A message for an endpoint deleted since is dropped; for one disabled, it is kept as an
 //! attempt not made (`callctl endpoint recover` sends it once the endpoint is enabled). One
@@ -38,7 +41,7 @@ pub async fn batch(
     settings: &Settings,
     batch: Vec<Received>,
 ) -> Value {
-    let waits = futures_util::future::join_all(batch.iter().map(|m| one(backend, sender, settings, m))).await;
+    let waits = futures_util::future::join_all(batch.iter().map(|m| one(backend, sqs, sender, settings, m))).await;
     let again: Vec<(&Again, u64)> =
         batch.iter().zip(&waits).filter_map(|(m, wait)| wait.map(|w| (&m.again, w))).collect();
     call_ingest_http::sqs::come_back_in(sqs, &again).await;
@@ -47,12 +50,23 @@ pub async fn batch(
 }
 
 /// Delivers one message; answers in how many seconds it is to come back, or `None` when it
-/// is done with (delivered, dropped, or out of attempts).
-async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &Received) -> Option<u64> {
+/// is done with (delivered, dropped, out of attempts, or followed by its next copy).
+async fn one(
+    backend: &Backend,
+    sqs: &aws_sdk_sqs::Client,
+    sender: &Sender,
+    settings: &Settings,
+    message: &Received,
+) -> Option<u64> {
     let Some(delivery) = Delivery::from_json(&message.body) else {
         tracing::error!(message = message.id, "not a delivery; dropped");
         return None;
     };
+    // A copy waiting longer than SQS delays a message sleeps out the rest.
+    let due_in = delivery.due_in_secs(now_ms());
+    if due_in > 0 {
+        return Some(due_in);
+    }
     let directory = backend.directory();
     let endpoint = match directory.endpoint(&delivery.endpoint_id).await {
         Ok(Some(endpoint)) if endpoint.takes(delivery.kind) => endpoint,
@@ -63,7 +77,7 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
                 Some(_) => "not sent: the endpoint is disabled",
                 None => "not sent: the endpoint no longer takes this type",
             };
-            keep(backend, &delivery, not_sent(&delivery, message.again.received, why)).await;
+            keep(backend, &delivery, not_sent(&delivery, why)).await;
             return None;
         }
         Ok(None) => {
@@ -72,7 +86,7 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
         }
         Err(e) => {
             tracing::warn!(error = %e, "endpoint not read; the message comes back");
-            return Some(OUR_FAILURE_SECONDS);
+            return Some(scaled(OUR_FAILURE_SECONDS, settings));
         }
     };
     let now = now_ms();
@@ -84,7 +98,7 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
         Ok(secrets) => secrets,
         Err(e) => {
             tracing::warn!(error = e, "endpoint's secrets not opened; the message comes back");
-            return Some(OUR_FAILURE_SECONDS);
+            return Some(scaled(OUR_FAILURE_SECONDS, settings));
         }
     };
     let timestamp = now / 1000;
@@ -92,14 +106,14 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
     let signature = signing::signature(&secrets, &delivery.message_id, timestamp, body);
     let sent = Message { id: &delivery.message_id, timestamp, body, signature: &signature };
     let answer = sender.send(&endpoint.url, &sent).await;
-    let number = message.again.received.max(1);
+    let number = delivery.attempt_number();
     let attempt = Attempt {
         at: now,
         status: answer.status,
         millis: answer.millis,
         answer: String::from_utf8_lossy(&answer.first_bytes).into_owned(),
         error: answer.error.clone(),
-        ..not_sent(&delivery, number, "")
+        ..not_sent(&delivery, "")
     };
     keep(backend, &delivery, attempt).await;
     let verdict = retry::verdict(answer.status, answer.retry_after.as_deref(), now_ms());
@@ -139,20 +153,36 @@ async fn one(backend: &Backend, sender: &Sender, settings: &Settings, message: &
             }
             // The schedule's wait (shortened by the local stack's EVENTS_RETRY_SCALE), never
             // shorter than the receiver's Retry-After (itself never shortened).
-            let scheduled = retry::next_wait(number, None, jitter())?;
-            let scheduled = ((scheduled as f64 * settings.retry_scale).round() as u64).max(1);
-            Some(scheduled.max(retry_after.unwrap_or(0)).min(retry::MAX_WAIT_SECONDS))
+            let scheduled = scaled(retry::next_wait(number, None, jitter())?, settings);
+            let wait = scheduled.max(retry_after.unwrap_or(0)).min(retry::MAX_WAIT_SECONDS);
+            // The next copy, one attempt on; this one is done with once it is queued. If it
+            // cannot be, this copy comes back after the wait instead (its attempt then
+            // counted once less: one attempt more at worst).
+            let next = delivery.again(wait, now_ms());
+            match call_ingest_http::sqs::send_later(sqs, &settings.queue_url, next.to_json(), wait).await {
+                Ok(()) => None,
+                Err(e) => {
+                    tracing::warn!(error = e, "the next attempt not queued; this message comes back instead");
+                    Some(wait)
+                }
+            }
         }
     }
 }
 
-/// An attempt of `delivery` (its `number`th) at sending nothing, for `why`.
-fn not_sent(delivery: &Delivery, number: u32, why: &str) -> Attempt {
+/// `secs` of our own waits, as the local stack's EVENTS_RETRY_SCALE shortens them (at
+/// least 1).
+fn scaled(secs: u64, settings: &Settings) -> u64 {
+    ((secs as f64 * settings.retry_scale).round() as u64).max(1)
+}
+
+/// An attempt of `delivery` at sending nothing, for `why`.
+fn not_sent(delivery: &Delivery, why: &str) -> Attempt {
     Attempt {
         at: now_ms(),
         message_id: delivery.message_id.clone(),
         kind: delivery.kind.as_str().to_owned(),
-        attempt: number.max(1),
+        attempt: delivery.attempt_number(),
         status: None,
         millis: 0,
         answer: String::new(),

@@ -6,8 +6,9 @@
 //!   that takes it ([`fanout`]). A record whose messages could not all be queued is named in
 //!   `batchItemFailures`: the stream hands it back, with the records after it.
 //! - **the deliveries queue**: each message is sent, signed, to its endpoint ([`deliver`]);
-//!   one that failed comes back on Svix's schedule (`ChangeMessageVisibility`, up to 12 h),
-//!   and every attempt is kept for `callctl endpoint attempts`.
+//!   one that failed is followed by a new copy, one attempt on, on Svix's schedule (delayed
+//!   up to 15 minutes, the rest slept out by `ChangeMessageVisibility`, 12 h at most), and
+//!   every attempt is kept for `callctl endpoint attempts`.
 //!
 //! Settings: `EVENTS_QUEUE_URL` (the deliveries queue), `PUBLIC_BASE_URL` (where the API
 //! is, for an event's `links.self`); the local stack's alone, which `template.rs` checks AWS

@@ -160,6 +160,27 @@ pub async fn send_all(sqs: &aws_sdk_sqs::Client, queue_url: &str, bodies: &[Stri
     Ok(())
 }
 
+/// The longest an SQS message can be delayed when it is sent.
+pub const MAX_DELAY_SECONDS: u64 = 15 * 60;
+
+/// Sends `body` to `queue_url`, to be received in `delay_secs` (at most
+/// [`MAX_DELAY_SECONDS`]).
+pub async fn send_later(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    body: String,
+    delay_secs: u64,
+) -> Result<(), String> {
+    sqs.send_message()
+        .queue_url(queue_url)
+        .message_body(body)
+        .delay_seconds(delay_secs.min(MAX_DELAY_SECONDS) as i32)
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

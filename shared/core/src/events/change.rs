@@ -95,8 +95,17 @@ pub fn record_changes(record: &Value) -> Result<Vec<Change>, String> {
     let at_ms = images.get("ApproximateCreationDateTime").and_then(Value::as_f64).map(|s| (s * 1000.0) as u64);
     let mut found = changes(image("OldImage").as_ref(), image("NewImage").as_ref());
     for change in &mut found {
-        if change.kind == EventType::CallErased && image("NewImage").is_none() {
-            change.head.erased_at = at_ms.or(change.head.erased_at);
+        match change.kind {
+            EventType::CallErased if image("NewImage").is_none() => {
+                change.head.erased_at = at_ms.or(change.head.erased_at);
+            }
+            // When the change was committed: a late insert keeps the `updated_at` of the
+            // content it keeps current (hours old, maybe), so the record's own time (to the
+            // second, rounded down) stands in when it is later. The same in every copy.
+            EventType::CallStored | EventType::CallRevised => {
+                change.head.updated_at = change.head.updated_at.max(at_ms);
+            }
+            EventType::CallErased => {}
         }
     }
     Ok(found)
@@ -190,12 +199,20 @@ mod tests {
 
     #[test]
     fn a_stream_record_without_its_old_image_is_refused() {
-        let new = json!({"pk": {"S": "CALL#7#c"}, "sk": {"S": "HEAD"}, "id": {"N": "5"}, "revision": {"N": "2"}});
+        let new = json!({"pk": {"S": "CALL#7#c"}, "sk": {"S": "HEAD"}, "id": {"N": "5"}, "revision": {"N": "2"},
+                         "updated_at": {"N": "1000"}});
         let old = json!({"pk": {"S": "CALL#7#c"}, "sk": {"S": "HEAD"}, "id": {"N": "5"}, "revision": {"N": "1"}});
         let modify = json!({"eventName": "MODIFY", "dynamodb": {"NewImage": new.clone(), "OldImage": old.clone()}});
         assert_eq!(kinds(record_changes(&modify).unwrap()), [(EventType::CallRevised, Some(5), 2)]);
         let insert = json!({"eventName": "INSERT", "dynamodb": {"NewImage": old.clone()}});
         assert_eq!(kinds(record_changes(&insert).unwrap()), [(EventType::CallStored, Some(5), 1)]);
+        // A late insert: the head keeps its content's updated_at, the record is of now.
+        let late = json!({"eventName": "MODIFY", "dynamodb": {"NewImage": new.clone(), "OldImage": old.clone(),
+                          "ApproximateCreationDateTime": 1_795_000_000.0}});
+        assert_eq!(record_changes(&late).unwrap()[0].head.updated_at, Some(1_795_000_000_000));
+        let prompt = json!({"eventName": "MODIFY", "dynamodb": {"NewImage": new.clone(), "OldImage": old.clone(),
+                            "ApproximateCreationDateTime": 0.5}});
+        assert_eq!(record_changes(&prompt).unwrap()[0].head.updated_at, Some(1_000), "ms precision kept");
         let bare = json!({"eventName": "MODIFY", "dynamodb": {"NewImage": new}});
         assert!(record_changes(&bare).unwrap_err().contains("NEW_AND_OLD_IMAGES"));
         let removed = json!({"eventName": "REMOVE",

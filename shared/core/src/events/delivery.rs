@@ -24,6 +24,15 @@ pub struct Delivery {
     pub body: String,
     /// When the change was committed (epoch ms), to measure commit-to-delivery.
     pub changed_at_ms: u64,
+    /// Attempts made before this copy: a copy whose attempt failed is followed by a new one
+    /// with one more (`again`), so that neither our own failures nor a timed-out or
+    /// throttled invocation (each a receipt of the same copy) counts as an attempt.
+    #[serde(default)]
+    pub attempts_made: u32,
+    /// Not to be sent before (epoch ms): a wait longer than the 15 minutes SQS delays a
+    /// message, which the copy sleeps out (`ChangeMessageVisibility`) when it comes early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before_ms: Option<u64>,
 }
 
 impl Delivery {
@@ -41,7 +50,35 @@ impl Delivery {
             // The body is JSON made by `payload::body`: UTF-8.
             body: String::from_utf8(body).unwrap_or_default(),
             changed_at_ms: if erased { h.erased_at } else { h.updated_at }.unwrap_or(0),
+            attempts_made: 0,
+            not_before_ms: None,
         }
+    }
+
+    /// The copy that follows an attempt that failed at `now_ms`: one attempt more, not to be
+    /// sent for `wait_secs`.
+    pub fn again(&self, wait_secs: u64, now_ms: u64) -> Delivery {
+        Delivery {
+            attempts_made: self.attempts_made.saturating_add(1),
+            not_before_ms: Some(now_ms.saturating_add(wait_secs.saturating_mul(1000))),
+            ..self.clone()
+        }
+    }
+
+    /// This message as sent again by hand (`callctl endpoint replay`, `recover`): its body
+    /// and `webhook-id`, the schedule from its start.
+    pub fn afresh(&self) -> Delivery {
+        Delivery { attempts_made: 0, not_before_ms: None, ..self.clone() }
+    }
+
+    /// The number of this copy's attempt (1 for the first).
+    pub fn attempt_number(&self) -> u32 {
+        self.attempts_made.saturating_add(1)
+    }
+
+    /// How many seconds this copy is still to wait at `now_ms` (0: send it now).
+    pub fn due_in_secs(&self, now_ms: u64) -> u64 {
+        self.not_before_ms.map_or(0, |at| at.saturating_sub(now_ms).div_ceil(1000))
     }
 
     /// The message's text on the queue. SQS refuses a message holding U+FFFE or U+FFFF
@@ -79,6 +116,29 @@ mod tests {
         assert_eq!(d.message_id, change.message_id());
         assert_eq!(Delivery::from_json(&d.to_json()), Some(d));
         assert_eq!(Delivery::from_json("{}"), None);
+    }
+
+    #[test]
+    fn a_failed_attempt_is_followed_by_a_copy_one_attempt_on_that_waits() {
+        let head = Head { id: Some(5), revision: 1, workspace_id: 7, ..Head::default() };
+        let first = Delivery::new(&changes(None, Some(&head)).remove(0), "ep_1", b"{}".to_vec());
+        assert_eq!((first.attempt_number(), first.due_in_secs(0)), (1, 0));
+        let second = first.again(300, 1_000_000);
+        assert_eq!(
+            (second.attempt_number(), second.message_id.as_str(), second.body.as_str()),
+            (2, &*first.message_id, "{}")
+        );
+        assert_eq!(
+            (second.due_in_secs(1_000_000), second.due_in_secs(1_299_001), second.due_in_secs(1_300_000)),
+            (300, 1, 0)
+        );
+        assert_eq!(Delivery::from_json(&second.to_json()), Some(second.clone()));
+        assert_eq!(second.again(5, 0).attempt_number(), 3);
+        assert_eq!(second.afresh(), first);
+        // A message queued before copies counted their attempts: its first.
+        let old = first.to_json().replace(",\"attempts_made\":0", "");
+        assert!(!old.contains("attempts_made"));
+        assert_eq!(Delivery::from_json(&old).map(|d| d.attempt_number()), Some(1));
     }
 
     #[test]
