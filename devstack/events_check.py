@@ -13,7 +13,13 @@ the receiver verified is checked against the Calls table's final heads (`check`)
     id is a head's or an erased one's, no revision is above its call's current one;
   * copies of one event (retries, a stream record read twice) share one `webhook-id`.
 
-`check` is pure (tests/devstack/test_events_check.py feeds it); `EventsPhase` does the I/O.
+And against every change the Calls table committed during the run, read from its stream
+by a second reading written here (`stream_events`, not send-events' own): each change to a
+head is exactly one event, none missing (an intermediate revision's `call.revised`; a call
+stored and erased within the run), none for a change that was not made (`check_stream`).
+
+`check`, `stream_events` and `check_stream` are pure (tests/devstack/test_events_check.py
+feeds them); `EventsPhase` does the I/O.
 """
 import random
 import threading
@@ -63,6 +69,48 @@ def check(heads, received):
     return problems
 
 
+def _head(image):
+    """(workspace, id or None, revision) of a stream image of a call's head (DynamoDB's
+    JSON), or None for any other item."""
+    if not image or image.get("sk", {}).get("S") != "HEAD" or not image.get("pk", {}).get("S", "").startswith("CALL#"):
+        return None
+    ws = int(image["pk"]["S"].split("#")[1])
+    id = image.get("id", {}).get("N")
+    return ws, (int(id) if id is not None else None), int(image.get("revision", {}).get("N", 0))
+
+
+def stream_events(records):
+    """The events the stream's `records` (Lambda's form) call for: {(workspace, type, id,
+    revision or None)}. A head that takes a new id stores that call (and erases the id it
+    had); the same id at a higher revision revises it; an id gone (a tombstone, a delete)
+    erases it. Anything else (an erase begun, a rewrite, a note, a tombstone expiring) is
+    no event."""
+    expected = set()
+    for record in records:
+        images = record.get("dynamodb", {})
+        old, new = _head(images.get("OldImage")), _head(images.get("NewImage"))
+        ws = (old or new or (None,))[0]
+        if ws is None:
+            continue
+        old_id, new_id = old and old[1], new and new[1]
+        if old_id is not None and old_id != new_id:
+            expected.add((ws, "call.erased", old_id, None))
+        if new_id is not None and new_id != old_id:
+            expected.add((ws, "call.stored", new_id, new[2]))
+        elif new_id is not None and new[2] > old[2]:
+            expected.add((ws, "call.revised", new_id, new[2]))
+    return expected
+
+
+def check_stream(expected, received):
+    """Problems between the events the stream calls for (`expected`, {(workspace, type, id,
+    revision)}) and those `received` ([(workspace, type, id, revision, webhook-id)])."""
+    got = {r[:4] for r in received}
+    problems = [f"{e}: committed, never delivered" for e in sorted(expected - got, key=str)]
+    problems += [f"{e}: delivered, never committed" for e in sorted(got - expected, key=str)]
+    return problems
+
+
 class EventsPhase:
     """The receiver and its endpoints, for a run of `make chaos` on `stack`."""
 
@@ -91,8 +139,11 @@ class EventsPhase:
         stack.workspace_hooks.append(self.add)
         self.recovered_at = None
         # Calls stored before the endpoints were made (the stack's own set-up) are not
-        # expected to have events.
+        # expected to have events; nor are the stream's records up to now, nor the ids they
+        # name (a record committed before, delivered after, is no problem).
         self.before = {id for _, id in self.heads()}
+        self.stream_start, earlier = self.stream_records(None)
+        self.before |= {e[2] for e in stream_events(earlier)}
 
     def add(self, ws):
         """Endpoints for workspace `ws`: one at /ws/<ws>, checked, and one at /gone/<ws> that
@@ -182,6 +233,37 @@ class EventsPhase:
             if not start:
                 return heads
 
+    def stream_records(self, after):
+        """(the last sequence number, the Calls table's stream records after `after`, all
+        when None) in Lambda's form."""
+        import boto3
+
+        from devstack.streams import lambda_record
+
+        kwargs = dict(region_name="us-east-1", endpoint_url=self.stack.dynamodb, aws_access_key_id="local",
+                      aws_secret_access_key="local")
+        arn = boto3.client("dynamodb", **kwargs).describe_table(TableName=self.stack.calls_table)["Table"][
+            "LatestStreamArn"]
+        streams = boto3.client("dynamodbstreams", **kwargs)
+        shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        position = ({"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after} if after
+                    else {"ShardIteratorType": "TRIM_HORIZON"})
+        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, **position)["ShardIterator"]
+        records, last = [], after
+        while iterator:
+            got = streams.get_records(ShardIterator=iterator, Limit=1000)
+            if not got.get("Records"):
+                break
+            records += [lambda_record(r, arn) for r in got["Records"]]
+            last = got["Records"][-1]["dynamodb"]["SequenceNumber"]
+            iterator = got.get("NextShardIterator")
+        return last, records
+
+    def committed(self):
+        """The events the stream calls for since the phase began, in the checked workspaces."""
+        _, records = self.stream_records(self.stream_start)
+        return {e for e in stream_events(records) if e[0] in self.workspaces and e[2] not in self.before}
+
     def settle(self, out):
         """Waits (at most SETTLE_SECONDS) until what came matches the final heads; prints the
         table and answers the problems."""
@@ -190,7 +272,7 @@ class EventsPhase:
             heads = {k: v for k, v in self.heads().items() if k[1] not in self.before}
             got, bad = self.verified()
             got = [g for g in got if g[2] not in self.before]
-            problems = check(heads, [g[:5] for g in got])
+            problems = check(heads, [g[:5] for g in got]) + check_stream(self.committed(), [g[:5] for g in got])
             if not problems or time.time() > deadline:
                 break
             time.sleep(5)
