@@ -154,6 +154,23 @@ def test_our_own_failures_are_no_attempts(stack, receiver):
     assert [(a["attempt"], a["status"]) for a in attempts] == [(1, 200)], attempts
 
 
+def test_an_endpoint_gets_no_event_of_a_change_made_before_it(stack, receiver):
+    """A change fanned out late (here the fan-out cannot list the workspace's endpoints until
+    one is made): the endpoint made after it is not sent its event; the next change's it is."""
+    t = Tenant(stack, receiver, path="/first")
+    stack.ctl("endpoint", "delete", "--endpoint", t.endpoint)
+    rule = stack.faults.add({"op": "Query", "fault": "internal", "contains": f'"WS#{t.ws}"', "times": 1000})
+    call_id = t.post(body_for("ev-before", 1_763_700_000))["id"]
+    time.sleep(2)  # the record is handed back meanwhile
+    made = stack.ctl("endpoint", "create", "--workspace", t.ws, "--url", receiver.url("/later"))
+    stack.faults.remove(rule)
+    said = [{"role": "agent", "text": "Goodbye.", "start_ms": 0, "end_ms": 900}]
+    t.post(body_for("ev-before", 1_763_700_000, transcript_with_tool_calls=said))
+    assert receiver.wait(lambda got: len(got) >= 1)
+    time.sleep(2)
+    assert events(made["secret"], receiver.received()) == [("call.revised", call_id, 2)]
+
+
 def test_a_receivers_retry_after_is_honoured(stack, receiver):
     receiver.answer("/in", (429, {"Retry-After": "4"}))
     t = Tenant(stack, receiver)

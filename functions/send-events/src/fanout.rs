@@ -45,6 +45,10 @@ pub async fn batch(backend: &Backend, sqs: &aws_sdk_sqs::Client, settings: &Sett
     call_ingest_http::sqs::batch_item_failures([])
 }
 
+/// How far the clocks that date a change and an endpoint's making may be apart (and a
+/// stream record's time, to the second, rounded down).
+const CLOCKS_MS: u64 = 1_000;
+
 /// Queues `change`'s event for each endpoint of its workspace that takes it (`endpoints`:
 /// those read so far in this batch, by workspace).
 async fn queue(
@@ -62,8 +66,15 @@ async fn queue(
             slot.insert(directory.list_endpoints(workspace_id).await.map_err(|e| e.to_string())?)
         }
     };
-    // Disabled ones too: send-events keeps their events as not sent, for `recover`.
-    let takers: Vec<&str> = listed.iter().filter(|e| e.wants(change.kind)).map(|e| e.id.as_str()).collect();
+    // Disabled ones too: send-events keeps their events as not sent, for `recover`. Not one
+    // made after the change (a record read late, or again from the stream's start when the
+    // mapping is made anew), give or take a second of the clocks and of the record's time.
+    let at = change.at_ms();
+    let takers: Vec<&str> = listed
+        .iter()
+        .filter(|e| e.wants(change.kind) && (at == 0 || at + CLOCKS_MS >= e.created_at))
+        .map(|e| e.id.as_str())
+        .collect();
     if takers.is_empty() {
         return Ok(());
     }

@@ -46,6 +46,15 @@ pub struct Change {
 }
 
 impl Change {
+    /// When the change was committed (epoch ms; 0 when its image does not say).
+    pub fn at_ms(&self) -> u64 {
+        match self.kind {
+            EventType::CallErased => self.head.erased_at,
+            EventType::CallStored | EventType::CallRevised => self.head.updated_at,
+        }
+        .unwrap_or(0)
+    }
+
     /// The event's identity: the same for every copy of it (a stream record read twice,
     /// a delivery retried), different for any two events. Standard Webhooks' `webhook-id`.
     pub fn message_id(&self) -> String {

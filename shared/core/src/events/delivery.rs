@@ -49,7 +49,7 @@ impl Delivery {
             revision: if erased { 0 } else { h.revision },
             // The body is JSON made by `payload::body`: UTF-8.
             body: String::from_utf8(body).unwrap_or_default(),
-            changed_at_ms: if erased { h.erased_at } else { h.updated_at }.unwrap_or(0),
+            changed_at_ms: change.at_ms(),
             attempts_made: 0,
             not_before_ms: None,
         }

@@ -579,6 +579,15 @@ fn send_events_has_least_privilege_and_both_sources() {
     let queue = &t["Resources"]["EventDeliveriesQueue"]["Properties"];
     let receives = queue["RedrivePolicy"]["maxReceiveCount"].as_u64().unwrap();
     assert!(receives > u64::from(call_ingest_core::events::retry::ATTEMPTS), "the whole schedule: {receives}");
+    // An operator hears of a stream falling behind (events lost past 24 hours) and of
+    // deliveries given up on.
+    let behind = &t["Resources"]["EventsStreamBehindAlarm"]["Properties"];
+    assert_eq!(
+        (behind["MetricName"].as_str(), behind["Dimensions"][0]["Value"]["Ref"].as_str()),
+        (Some("IteratorAge"), Some("SendEventsFunction"))
+    );
+    let dead = &t["Resources"]["EventDeliveriesDeadLetterAlarm"]["Properties"];
+    assert_eq!(dead["Dimensions"][0]["Value"]["Fn::GetAtt"][0], "EventDeliveriesDeadLetterQueue");
 }
 
 /// The event endpoints over the API (issue 33): credentials, its read budget, the
