@@ -3,8 +3,9 @@
 //!
 //! No SSRF: the URL is checked again (`target::check`: https only, no credentials, no
 //! local names, no refused literal address), its name resolved once and every address it
-//! resolves to checked (`address::refused`); the connection is made to the first of those
-//! very addresses, TLS verified against the name. No redirect is followed (a 3xx is a
+//! resolves to checked (`address::refused`); the connection is made to one of those very
+//! addresses (the first that takes it, in the resolver's order), TLS verified against the
+//! name. No redirect is followed (a 3xx is a
 //! failure like any other), at most [`ANSWER_BYTES`] of an answer are read, and the whole
 //! attempt (resolving, connecting, TLS, the answer) has one timeout.
 
@@ -114,11 +115,9 @@ impl Sender {
 
     async fn attempt(&self, url: &str, message: &Message<'_>) -> Result<(u16, Option<String>, Vec<u8>), Failure> {
         let target = target::check(url, self.allow_loopback).map_err(|e| Failure::Refused(e.to_string()))?;
-        let ip = self.address(&target).await?;
+        let addresses = self.addresses(&target).await?;
         let request = request(&target, message)?;
-        let stream = TcpStream::connect(SocketAddr::new(ip, target.port))
-            .await
-            .map_err(|e| Failure::Failed(format!("could not connect to {ip}: {e}")))?;
+        let (ip, stream) = connect(&addresses, target.port).await?;
         if !target.tls {
             return exchange(TokioIo::new(stream), request).await;
         }
@@ -131,11 +130,11 @@ impl Sender {
         exchange(TokioIo::new(stream), request).await
     }
 
-    /// The address to connect to: the URL's own, or the first its name resolves to, once
-    /// every one of them is checked.
-    async fn address(&self, target: &Target) -> Result<IpAddr, Failure> {
+    /// The addresses to connect to, in order: the URL's own, or those its name resolves to,
+    /// once every one of them is checked.
+    async fn addresses(&self, target: &Target) -> Result<Vec<IpAddr>, Failure> {
         let name = match &target.host {
-            TargetHost::Address(ip) => return Ok(*ip),
+            TargetHost::Address(ip) => return Ok(vec![*ip]),
             TargetHost::Name(name) => name,
         };
         let found = self
@@ -148,7 +147,10 @@ impl Sender {
                 return Err(Failure::Refused(format!("{name} resolves to {ip}, {}", why.as_str())));
             }
         }
-        found.first().copied().ok_or_else(|| Failure::Failed(format!("{name} resolves to no address")))
+        match found.is_empty() {
+            true => Err(Failure::Failed(format!("{name} resolves to no address"))),
+            false => Ok(found),
+        }
     }
 
     fn refused(&self, ip: IpAddr) -> Option<Refused> {
@@ -175,6 +177,30 @@ fn request(target: &Target, message: &Message<'_>) -> Result<hyper::Request<Full
         .header("webhook-signature", message.signature)
         .body(Full::new(Bytes::copy_from_slice(message.body)))
         .map_err(|e| Failure::Failed(e.to_string()))
+}
+
+/// How long one address may take to connect when another is left to try (the attempt's
+/// own timeout bounds the last).
+const CONNECT_EACH: Duration = Duration::from_secs(5);
+
+/// A connection to the first of `addresses` (each checked already) that takes one: a
+/// name's IPv6 address unreachable from here, or one host of several down, is passed over.
+async fn connect(addresses: &[IpAddr], port: u16) -> Result<(IpAddr, TcpStream), Failure> {
+    let mut failures = Vec::new();
+    for (i, ip) in addresses.iter().enumerate() {
+        let connecting = TcpStream::connect(SocketAddr::new(*ip, port));
+        let connected = match i + 1 < addresses.len() {
+            true => tokio::time::timeout(CONNECT_EACH, connecting)
+                .await
+                .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no connection within 5 s"))),
+            false => connecting.await,
+        };
+        match connected {
+            Ok(stream) => return Ok((*ip, stream)),
+            Err(e) => failures.push(format!("{ip}: {e}")),
+        }
+    }
+    Err(Failure::Failed(format!("could not connect to {}", failures.join("; "))))
 }
 
 /// One request on a connection of its own; the answer's first [`ANSWER_BYTES`], then the

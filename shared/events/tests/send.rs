@@ -120,6 +120,23 @@ async fn a_name_is_resolved_once_and_reached_at_the_address_checked() {
 }
 
 #[tokio::test]
+async fn an_address_that_takes_no_connection_is_passed_over_for_the_next() {
+    // The name's first address has no listener (127.0.0.2: the receiver listens on
+    // 127.0.0.1 alone), the second is the receiver's: it is reached there (where TLS then
+    // waits for an answer the plain receiver never gives, until the attempt's timeout).
+    let r = receiver(b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), Duration::ZERO).await;
+    let names = table(&[("hooks.example.com", &["127.0.0.2", "127.0.0.1"])]);
+    let impatient = Sender::new(names, true, Duration::from_secs(1)).unwrap();
+    let answer = impatient.send(&format!("https://hooks.example.com:{}/x", r.port), &MESSAGE).await;
+    assert_eq!(r.connections.load(Ordering::SeqCst), 1, "{answer:?}");
+    // None taking it: each said.
+    let names = table(&[("hooks.example.com", &["127.0.0.2", "127.0.0.3"])]);
+    let answer = sender(names, true).send(&format!("https://hooks.example.com:{}/x", r.port), &MESSAGE).await;
+    let error = answer.error.unwrap_or_default();
+    assert!(error.contains("127.0.0.2:") && error.contains("127.0.0.3:"), "{error}");
+}
+
+#[tokio::test]
 async fn the_ssrf_list_is_refused_and_nothing_is_sent() {
     let r = receiver(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".to_vec(), Duration::ZERO).await;
     let names = table(&[
