@@ -5,6 +5,7 @@ not https to a public host, in every spelling of a private, loopback, link-local
 metadata address. These run with `EVENTS_ALLOW_LOOPBACK` off, as in AWS."""
 import json
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -128,7 +129,14 @@ class ApiTenant(Tenant):
         url = f"{self.stack.url}/api/v1/public/endpoints{path}?workspace_id={ws or self.ws}"
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         headers = {"Authorization": f"Bearer {key or self.key}", "Content-Type": "application/json"}
-        return request(method, url, data, headers)
+        # As a client should: API Gateway's own 429 (these routes share 10 instances, so
+        # their bursts are small) is sent again a moment later.
+        for _ in range(50):
+            answer = request(method, url, data, headers)
+            if answer.status != 429 or answer.body != {"message": "Too Many Requests"}:
+                return answer
+            time.sleep(0.1)
+        return answer
 
 
 def test_the_api_makes_lists_disables_enables_rotates_and_deletes_endpoints(stack):
@@ -208,6 +216,8 @@ def test_the_api_answers_bad_bodies_paths_and_methods_with_their_problems(stack)
         ("GET", "/ep_000000000000000000000000/rotate", None, 405, "method-not-allowed"),
         ("GET", "/ep_000000000000000000000000", None, 404, "endpoint-not-found"),
         ("GET", "/not-an-id", None, 404, "endpoint-not-found"),
+        ("POST", "/ep_000000000000000000000000/revoke", None, 404, "endpoint-not-found"),
+        ("POST", "/ep_000000000000000000000000/rotate/now", None, 404, "endpoint-not-found"),
     ]
     for method, path, body, status, kind in cases:
         got = t.call(method, path, body)

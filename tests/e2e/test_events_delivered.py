@@ -171,6 +171,32 @@ def test_an_endpoint_gets_no_event_of_a_change_made_before_it(stack, receiver):
     assert events(made["secret"], receiver.received()) == [("call.revised", call_id, 2)]
 
 
+def test_a_retry_queued_twice_is_made_once(stack, receiver):
+    """A failed attempt's next copy queued twice (SQS delivers a message twice now and then;
+    an invocation that timed out after queueing it comes back and queues it again): the
+    second attempt is made once, and so is each after it."""
+    receiver.answer("/in", 500)
+    t = Tenant(stack, receiver)
+    call_id = t.post(body_for("ev-twins", 1_763_700_000))["id"]
+    # The first attempt (500), then its next copy; a twin of that copy, queued beside it.
+    assert receiver.wait(lambda got: len(got) >= 1)
+    first = receiver.received()[0]
+    event = json.loads(first.body)
+    twin = {"endpoint_id": t.endpoint, "workspace_id": t.ws, "message_id": first.headers["webhook-id"],
+            "type": "call.stored", "call_id": call_id, "revision": 1, "body": first.body.decode(),
+            "changed_at_ms": 0, "attempts_made": 1}
+    assert event["type"] == "call.stored"
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=stack.dynamodb, aws_access_key_id="local",
+                       aws_secret_access_key="local")
+    sqs.send_message(QueueUrl=stack.env["EVENTS_QUEUE_URL"], MessageBody=json.dumps(twin))
+    assert receiver.wait(lambda got: any(g.status == 200 for g in got), timeout=30)
+    time.sleep(3)
+    got = receiver.received()
+    assert [g.status for g in got] == [500, 200], [(g.status, g.at) for g in got]
+    attempts = stack.ctl("endpoint", "attempts", "--endpoint", t.endpoint)["attempts"]
+    assert [(a["attempt"], a["status"]) for a in attempts] == [(1, 500), (2, 200)], attempts
+
+
 def test_a_receivers_retry_after_is_honoured(stack, receiver):
     receiver.answer("/in", (429, {"Retry-After": "4"}))
     t = Tenant(stack, receiver)

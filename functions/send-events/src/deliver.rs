@@ -12,6 +12,9 @@
 //!   raise. After the 8th attempt it is dropped (its attempts stay 30 days: `callctl
 //!   endpoint replay` sends it again).
 //!
+//! A retry's copy first claims its attempt (`Directory::claim_attempt`): a twin (the next
+//! copy queued twice) is dropped, so a chain of retries never doubles.
+//!
 //! A message for an endpoint deleted since is dropped; for one disabled, it is kept as an
 //! attempt not made (`callctl endpoint recover` sends it once the endpoint is enabled). One
 //! that cannot be sent for our own failure (the directory, KMS) comes back in a minute.
@@ -66,6 +69,26 @@ async fn one(
     let due_in = delivery.due_in_secs(now_ms());
     if due_in > 0 {
         return Some(due_in);
+    }
+    // A retry is this copy's to make, or a twin's (the next copy queued twice): one only.
+    if delivery.attempts_made > 0 {
+        let claim = backend.directory().claim_attempt(
+            &delivery.endpoint_id,
+            &delivery.message_id,
+            delivery.attempt_number(),
+            &message.id,
+        );
+        match claim.await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(message = delivery.message_id, "a twin copy makes this attempt; dropped");
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "attempt not claimed; the message comes back");
+                return Some(scaled(OUR_FAILURE_SECONDS, settings));
+            }
+        }
     }
     let directory = backend.directory();
     let endpoint = match directory.endpoint(&delivery.endpoint_id).await {

@@ -97,12 +97,24 @@ pub fn check(raw: &str, allow_loopback: bool) -> Result<Target, Unfit> {
         Some(query) => format!("{}?{query}", url.path()),
         None => url.path().to_owned(),
     };
+    // Bounded as it is kept and sent, not only as given: percent-encoding can triple it.
+    if url.as_str().len() > MAX_URL_BYTES {
+        return Err(Unfit::TooLong);
+    }
     Ok(Target { url: url.to_string(), host, port, tls, path })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_is_bounded_as_it_is_kept_not_only_as_given() {
+        let given = format!("https://hooks.example.com/{}", "é".repeat(1000));
+        assert!(given.len() <= MAX_URL_BYTES);
+        assert_eq!(check(&given, false), Err(Unfit::TooLong), "6 KB once percent-encoded");
+        assert!(check(&format!("https://hooks.example.com/{}", "é".repeat(300)), false).is_ok());
+    }
 
     #[test]
     fn public_https_urls_are_endpoints() {

@@ -47,13 +47,25 @@ enum Action {
     Rotate,
 }
 
+/// What a path under `/api/v1/public/endpoints` names: the endpoints (`rest` none), one
+/// (`{endpoint_id}`), or an action on one (`{endpoint_id}/disable`, `/enable`, `/rotate`).
+/// The function takes `…/endpoints/{proxy+}` whole (three routes, not twelve: their
+/// throttles share its concurrency); `None` for any other path under it.
+fn path_of(rest: Option<&str>) -> Option<(Option<&str>, Option<&str>)> {
+    let Some(rest) = rest.map(|r| r.trim_end_matches('/')) else { return Some((None, None)) };
+    let mut parts = rest.split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(""), None, None) => Some((None, None)),
+        (Some(id), None, None) => Some((Some(id), None)),
+        (Some(id), Some(verb @ ("disable" | "enable" | "rotate")), None) if !id.is_empty() => {
+            Some((Some(id), Some(verb)))
+        }
+        _ => None,
+    }
+}
+
 /// The action of `method` on the path, or the methods the path takes (for a 405).
-fn route(method: &Method, endpoint_id: Option<&str>, last: &str) -> Result<Action, &'static str> {
-    let verb = match endpoint_id {
-        None => None,
-        Some(id) if last == id => None,
-        Some(_) => Some(last),
-    };
+fn route(method: &Method, endpoint_id: Option<&str>, verb: Option<&str>) -> Result<Action, &'static str> {
     match (endpoint_id.is_some(), verb, method) {
         (false, _, &Method::GET) => Ok(Action::List),
         (false, _, &Method::POST) => Ok(Action::Create),
@@ -63,7 +75,7 @@ fn route(method: &Method, endpoint_id: Option<&str>, last: &str) -> Result<Actio
         (true, None, _) => Err("GET, DELETE"),
         (true, Some("disable"), &Method::POST) => Ok(Action::Disable),
         (true, Some("enable"), &Method::POST) => Ok(Action::Enable),
-        (true, Some("rotate"), &Method::POST) => Ok(Action::Rotate),
+        (true, Some(_), &Method::POST) => Ok(Action::Rotate),
         (true, Some(_), _) => Err("POST"),
     }
 }
@@ -136,9 +148,12 @@ pub async fn answer(
     request_id: &str,
     log: &mut RequestLog,
 ) -> Result<Response<Body>, Problem> {
-    let endpoint_id = request.path_parameters().first("endpoint_id").map(str::to_owned);
-    let last = request.uri().path().trim_end_matches('/').rsplit('/').next().unwrap_or_default().to_owned();
-    let action = match route(request.method(), endpoint_id.as_deref(), &last) {
+    let params = request.path_parameters();
+    let Some((endpoint_id, verb)) = path_of(params.first("proxy")) else {
+        return Err(problems::endpoint_not_found());
+    };
+    let endpoint_id = endpoint_id.map(str::to_owned);
+    let action = match route(request.method(), endpoint_id.as_deref(), verb) {
         Ok(action) => action,
         Err(allow) => return Ok(method_not_allowed(allow, request_id, log)),
     };
@@ -156,7 +171,7 @@ pub async fn answer(
             let secret = new_secret().map_err(|e| storage_problem(e, "no secret could be drawn"))?;
             let made = directory.create_endpoint(sealer, workspace_id, &target, &events, &secret).await;
             let made = made.map_err(|e| match e {
-                AdminError::Invalid(_) => Problem::invalid(vec![Violation::new(
+                AdminError::Limit(_) => Problem::invalid(vec![Violation::new(
                     "",
                     Code::Limit,
                     format!("a workspace has at most {MAX_PER_WORKSPACE} endpoints: delete one first"),
@@ -195,11 +210,19 @@ pub async fn answer(
                     let sealer = backend.sealer().ok_or_else(no_kms)?;
                     let secret = new_secret().map_err(|e| storage_problem(e, "no secret could be drawn"))?;
                     let rotated = directory.rotate_endpoint(sealer, &id, &secret, overlap_ms).await;
-                    // Its condition is the secret it had: rotated or deleted meanwhile.
-                    let rotated = rotated.map_err(|e| match e {
-                        AdminError::Invalid(why) => storage_problem(StoreError::Unavailable(why), ""),
-                        e => admin_problem(e),
-                    })?;
+                    // Its condition is the secret it had: deleted meanwhile (404), or rotated
+                    // by another request (503: the same request again rotates it).
+                    let rotated = match rotated {
+                        Ok(rotated) => rotated,
+                        Err(AdminError::Invalid(why)) => {
+                            let read = directory.endpoint(&id).await;
+                            return Err(match read {
+                                Ok(None) => problems::endpoint_not_found(),
+                                _ => storage_problem(StoreError::Unavailable(why), "the endpoint could not be rotated"),
+                            });
+                        }
+                        Err(e) => return Err(admin_problem(e)),
+                    };
                     (200, to_json(&WithSecret { endpoint: (&rotated).into(), secret: secret.reveal() }))
                 }
             }
@@ -324,18 +347,29 @@ mod tests {
 
     #[test]
     fn each_path_has_its_own_methods() {
-        let last = "ep_0123456789abcdef01234567";
-        let id = Some(last);
-        assert_eq!(route(&Method::GET, None, "endpoints"), Ok(Action::List));
-        assert_eq!(route(&Method::POST, None, "endpoints"), Ok(Action::Create));
-        assert_eq!(route(&Method::DELETE, None, "endpoints"), Err("GET, POST"));
-        assert_eq!(route(&Method::GET, id, last), Ok(Action::Show));
-        assert_eq!(route(&Method::DELETE, id, last), Ok(Action::Delete));
-        assert_eq!(route(&Method::POST, id, last), Err("GET, DELETE"));
-        assert_eq!(route(&Method::POST, id, "disable"), Ok(Action::Disable));
-        assert_eq!(route(&Method::POST, id, "enable"), Ok(Action::Enable));
-        assert_eq!(route(&Method::POST, id, "rotate"), Ok(Action::Rotate));
-        assert_eq!(route(&Method::GET, id, "rotate"), Err("POST"));
+        let id = Some("ep_0123456789abcdef01234567");
+        assert_eq!(route(&Method::GET, None, None), Ok(Action::List));
+        assert_eq!(route(&Method::POST, None, None), Ok(Action::Create));
+        assert_eq!(route(&Method::DELETE, None, None), Err("GET, POST"));
+        assert_eq!(route(&Method::GET, id, None), Ok(Action::Show));
+        assert_eq!(route(&Method::DELETE, id, None), Ok(Action::Delete));
+        assert_eq!(route(&Method::POST, id, None), Err("GET, DELETE"));
+        assert_eq!(route(&Method::POST, id, Some("disable")), Ok(Action::Disable));
+        assert_eq!(route(&Method::POST, id, Some("enable")), Ok(Action::Enable));
+        assert_eq!(route(&Method::POST, id, Some("rotate")), Ok(Action::Rotate));
+        assert_eq!(route(&Method::GET, id, Some("rotate")), Err("POST"));
+    }
+
+    #[test]
+    fn a_path_names_the_endpoints_one_or_an_action_on_one_and_nothing_else() {
+        assert_eq!(path_of(None), Some((None, None)));
+        assert_eq!(path_of(Some("")), Some((None, None)));
+        assert_eq!(path_of(Some("ep_1")), Some((Some("ep_1"), None)));
+        assert_eq!(path_of(Some("ep_1/")), Some((Some("ep_1"), None)));
+        assert_eq!(path_of(Some("ep_1/rotate")), Some((Some("ep_1"), Some("rotate"))));
+        for other in ["ep_1/revoke", "ep_1/rotate/now", "/rotate", "ep_1//rotate", "a/b/c"] {
+            assert_eq!(path_of(Some(other)), None, "{other}");
+        }
     }
 
     #[test]

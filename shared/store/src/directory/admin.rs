@@ -35,6 +35,9 @@ pub enum AdminError {
     PublicIdTaken(String),
     #[error("{0}")]
     Invalid(String),
+    /// A limit refused the change (a workspace's endpoints).
+    #[error("{0}")]
+    Limit(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

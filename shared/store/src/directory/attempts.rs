@@ -4,7 +4,9 @@
 //! endpoint's failing streak is kept on the endpoint itself: `failing_since` is set by the
 //! first failure after a success and removed by the next success.
 //!
-//! Items: `EPA#<endpoint>` / `<at ms, 13 digits>#<message id>#<attempt>`.
+//! Items: `EPA#<endpoint>` / `<at ms, 13 digits>#<message id>#<attempt>`, and a retry's
+//! claim, `EPA#<endpoint>` / `Q#<message id>#<attempt>` (after every attempt's key: never
+//! listed as one).
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use serde::Serialize;
@@ -66,6 +68,40 @@ impl Attempt {
 }
 
 impl Directory {
+    /// Claims attempt `number` (2 or more) of message `message_id` to endpoint
+    /// `endpoint_id` for the queue's copy `copy` (its SQS message id): `true` when it is this
+    /// copy's to make (the first claim, or this copy's own again: a receipt after a failure
+    /// of ours), `false` when another copy holds it. A failed attempt's next copy may be
+    /// queued twice (SQS delivers a message twice now and then; an invocation that timed out
+    /// after queueing it comes back and queues it again): the claim keeps two chains of
+    /// retries from both running to the end.
+    pub async fn claim_attempt(
+        &self,
+        endpoint_id: &str,
+        message_id: &str,
+        number: u32,
+        copy: &str,
+    ) -> Result<bool, StoreError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(attempts_pk(endpoint_id)))
+            .item("sk", s(format!("Q#{message_id}#{number}")))
+            .item("copy", s(copy))
+            .item(tables::TTL_ATTRIBUTE, n(crate::calls::now_ms() / 1000 + KEPT_FOR_SECONDS))
+            .condition_expression("attribute_not_exists(pk) OR #copy = :copy")
+            .expression_attribute_names("#copy", "copy")
+            .expression_attribute_values(":copy", s(copy))
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(StoreError::from_sdk(e)),
+        }
+    }
+
     /// Keeps `attempt` (of `delivery`).
     pub async fn record_attempt(&self, delivery: &Delivery, attempt: &Attempt) -> Result<(), StoreError> {
         let sk = format!("{:013}#{}#{}", attempt.at, attempt.message_id, attempt.attempt);

@@ -173,7 +173,7 @@ impl Directory {
             crate::calls::item::put_new(&self.table, listing)?,
         ];
         self.endpoint_transaction(items, || {
-            AdminError::Invalid(format!(
+            AdminError::Limit(format!(
                 "workspace {workspace_id} does not exist or has {MAX_PER_WORKSPACE} endpoints already"
             ))
         })
