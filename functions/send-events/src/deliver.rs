@@ -84,10 +84,7 @@ async fn one(
                 tracing::info!(message = delivery.message_id, "a twin copy makes this attempt; dropped");
                 return None;
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "attempt not claimed; the message comes back");
-                return Some(scaled(OUR_FAILURE_SECONDS, settings));
-            }
+            Err(e) => return ours(settings, &e.to_string(), "attempt not claimed"),
         }
     }
     let directory = backend.directory();
@@ -107,10 +104,7 @@ async fn one(
             tracing::info!(endpoint = delivery.endpoint_id, "endpoint deleted; dropped");
             return None;
         }
-        Err(e) => {
-            tracing::warn!(error = %e, "endpoint not read; the message comes back");
-            return Some(scaled(OUR_FAILURE_SECONDS, settings));
-        }
+        Err(e) => return ours(settings, &e.to_string(), "endpoint not read"),
     };
     let now = now_ms();
     let secrets = match backend.sealer() {
@@ -119,10 +113,7 @@ async fn one(
     };
     let secrets = match secrets {
         Ok(secrets) => secrets,
-        Err(e) => {
-            tracing::warn!(error = e, "endpoint's secrets not opened; the message comes back");
-            return Some(scaled(OUR_FAILURE_SECONDS, settings));
-        }
+        Err(e) => return ours(settings, &e, "endpoint's secrets not opened"),
     };
     let timestamp = now / 1000;
     let body = delivery.body.as_bytes();
@@ -191,6 +182,13 @@ async fn one(
             }
         }
     }
+}
+
+/// A message that `failed` for our own `error`: it comes back in a minute (scaled), no
+/// attempt made.
+fn ours(settings: &Settings, error: &str, failed: &str) -> Option<u64> {
+    tracing::warn!(error, "{failed}; the message comes back");
+    Some(scaled(OUR_FAILURE_SECONDS, settings))
 }
 
 /// `secs` of our own waits, as the local stack's EVENTS_RETRY_SCALE shortens them (at

@@ -23,12 +23,14 @@ use crate::problems::{self, denied, storage_problem};
 use crate::reading::admit;
 use crate::{respond, Backend, Endpoint};
 use call_ingest_core::api::{Code, Problem, Violation};
+use call_ingest_core::events::signing::Secret;
 use call_ingest_core::events::{target, EventType};
 use call_ingest_core::normalize::timestamps::millis_rfc3339;
 use call_ingest_store::calls::StoreError;
 use call_ingest_store::directory::admin::AdminError;
 use call_ingest_store::directory::credentials::Denied;
 use call_ingest_store::directory::endpoints::{self, new_secret, Disabled, MAX_PER_WORKSPACE, ROTATION_OVERLAP_MS};
+use call_ingest_store::directory::sealing::Sealer;
 
 /// The largest body taken (a URL is at most 2 KB; the event types are three).
 const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -167,8 +169,7 @@ pub async fn answer(
         }
         (Action::Create, _) => {
             let (target, events) = creation(&object(request)?, backend.config.events_allow_loopback)?;
-            let sealer = backend.sealer().ok_or_else(no_kms)?;
-            let secret = new_secret().map_err(|e| storage_problem(e, "no secret could be drawn"))?;
+            let (sealer, secret) = sealer_and_secret(backend)?;
             let made = directory.create_endpoint(sealer, workspace_id, &target, &events, &secret).await;
             let made = made.map_err(|e| match e {
                 AdminError::Limit(_) => Problem::invalid(vec![Violation::new(
@@ -207,8 +208,7 @@ pub async fn answer(
                 }
                 _ => {
                     let overlap_ms = overlap(&object(request)?)?;
-                    let sealer = backend.sealer().ok_or_else(no_kms)?;
-                    let secret = new_secret().map_err(|e| storage_problem(e, "no secret could be drawn"))?;
+                    let (sealer, secret) = sealer_and_secret(backend)?;
                     let rotated = directory.rotate_endpoint(sealer, &id, &secret, overlap_ms).await;
                     // Its condition is the secret it had: deleted meanwhile (404), or rotated
                     // by another request (503: the same request again rotates it).
@@ -246,8 +246,12 @@ fn method_not_allowed(allow: &'static str, request_id: &str, log: &mut RequestLo
     response
 }
 
-fn no_kms() -> Problem {
-    storage_problem(StoreError::Internal("no KMS client".into()), "the secret could not be sealed")
+/// What seals a new secret, and the secret (making an endpoint, rotating one).
+fn sealer_and_secret(backend: &Backend) -> Result<(&Sealer, Secret), Problem> {
+    let no_kms = || storage_problem(StoreError::Internal("no KMS client".into()), "the secret could not be sealed");
+    let sealer = backend.sealer().ok_or_else(no_kms)?;
+    let secret = new_secret().map_err(|e| storage_problem(e, "no secret could be drawn"))?;
+    Ok((sealer, secret))
 }
 
 fn admin_problem(e: AdminError) -> Problem {
