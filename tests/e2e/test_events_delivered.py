@@ -197,6 +197,20 @@ def test_a_retry_queued_twice_is_made_once(stack, receiver):
     assert [(a["attempt"], a["status"]) for a in attempts] == [(1, 500), (2, 200)], attempts
 
 
+def test_a_replayed_message_has_a_schedule_of_its_own(stack, receiver):
+    """A message retried until taken, then replayed by hand: the replay's own retry is not
+    taken for a twin of the first run's (whose attempts claimed 2 and 3)."""
+    receiver.answer("/in", 500, 500)
+    t = Tenant(stack, receiver)
+    t.post(body_for("ev-replayed", 1_763_700_000))
+    assert receiver.wait(lambda got: [g.status for g in got] == [500, 500, 200], timeout=60)
+    message = receiver.received()[0].headers["webhook-id"]
+    receiver.answer("/in", 500)
+    stack.ctl("endpoint", "replay", "--endpoint", t.endpoint, "--message", message)
+    assert receiver.wait(lambda got: [g.status for g in got] == [500, 500, 200, 500, 200], timeout=60), \
+        [g.status for g in receiver.received()]
+
+
 def test_a_receivers_retry_after_is_honoured(stack, receiver):
     receiver.answer("/in", (429, {"Retry-After": "4"}))
     t = Tenant(stack, receiver)

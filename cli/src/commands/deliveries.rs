@@ -81,7 +81,7 @@ async fn queue(backend: &Backend, attempts: Vec<Attempt>) -> anyhow::Result<Vec<
         .ok_or_else(|| anyhow!("EVENTS_QUEUE_URL is not set (the stack's output EventDeliveriesQueueUrl)"))?;
     let sqs = backend.sqs_client().ok_or_else(|| anyhow!("no SQS client"))?;
     let (ids, bodies): (Vec<String>, Vec<String>) =
-        attempts.into_iter().filter_map(|a| a.delivery.map(|d| (a.message_id, d.afresh().to_json()))).unzip();
+        attempts.into_iter().filter_map(|a| a.delivery.map(|d| (a.message_id, d.afresh(now_ms()).to_json()))).unzip();
     call_ingest_store::sqs::send_all(&sqs, &url, &bodies).await.map_err(|e| anyhow!(e))?;
     Ok(ids)
 }

@@ -75,6 +75,7 @@ async fn one(
         let claim = backend.directory().claim_attempt(
             &delivery.endpoint_id,
             &delivery.message_id,
+            delivery.run,
             delivery.attempt_number(),
             &message.id,
         );

@@ -33,6 +33,11 @@ pub struct Delivery {
     /// message, which the copy sleeps out (`ChangeMessageVisibility`) when it comes early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before_ms: Option<u64>,
+    /// Which run of the schedule this copy is in: 0 for the first, else when (epoch ms) a
+    /// replay or recover began it. A retry claims its attempt within its run, so a run begun
+    /// again is not taken for a twin of the first's copies.
+    #[serde(default)]
+    pub run: u64,
 }
 
 impl Delivery {
@@ -52,6 +57,7 @@ impl Delivery {
             changed_at_ms: change.at_ms(),
             attempts_made: 0,
             not_before_ms: None,
+            run: 0,
         }
     }
 
@@ -65,10 +71,10 @@ impl Delivery {
         }
     }
 
-    /// This message as sent again by hand (`callctl endpoint replay`, `recover`): its body
-    /// and `webhook-id`, the schedule from its start.
-    pub fn afresh(&self) -> Delivery {
-        Delivery { attempts_made: 0, not_before_ms: None, ..self.clone() }
+    /// This message as sent again by hand (`callctl endpoint replay`, `recover`) at `now_ms`:
+    /// its body and `webhook-id`, the schedule from its start, in a run of its own.
+    pub fn afresh(&self, now_ms: u64) -> Delivery {
+        Delivery { attempts_made: 0, not_before_ms: None, run: now_ms, ..self.clone() }
     }
 
     /// The number of this copy's attempt (1 for the first).
@@ -134,7 +140,7 @@ mod tests {
         );
         assert_eq!(Delivery::from_json(&second.to_json()), Some(second.clone()));
         assert_eq!(second.again(5, 0).attempt_number(), 3);
-        assert_eq!(second.afresh(), first);
+        assert_eq!(second.afresh(7), Delivery { run: 7, ..first.clone() });
         // A message queued before copies counted their attempts: its first.
         let old = first.to_json().replace(",\"attempts_made\":0", "");
         assert!(!old.contains("attempts_made"));

@@ -5,7 +5,7 @@
 //! first failure after a success and removed by the next success.
 //!
 //! Items: `EPA#<endpoint>` / `<at ms, 13 digits>#<message id>#<attempt>`, and a retry's
-//! claim, `EPA#<endpoint>` / `Q#<message id>#<attempt>` (after every attempt's key: never
+//! claim, `EPA#<endpoint>` / `Q#<message id>#<run>#<attempt>` (after every attempt's key: never
 //! listed as one).
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
@@ -69,7 +69,7 @@ impl Attempt {
 
 impl Directory {
     /// Claims attempt `number` (2 or more) of message `message_id` to endpoint
-    /// `endpoint_id` for the queue's copy `copy` (its SQS message id): `true` when it is this
+    /// `endpoint_id`, in the schedule's run `run` (`Delivery::run`), for the queue's copy `copy` (its SQS message id): `true` when it is this
     /// copy's to make (the first claim, or this copy's own again: a receipt after a failure
     /// of ours), `false` when another copy holds it. A failed attempt's next copy may be
     /// queued twice (SQS delivers a message twice now and then; an invocation that timed out
@@ -79,6 +79,7 @@ impl Directory {
         &self,
         endpoint_id: &str,
         message_id: &str,
+        run: u64,
         number: u32,
         copy: &str,
     ) -> Result<bool, StoreError> {
@@ -87,7 +88,7 @@ impl Directory {
             .put_item()
             .table_name(&self.table)
             .item("pk", s(attempts_pk(endpoint_id)))
-            .item("sk", s(format!("Q#{message_id}#{number}")))
+            .item("sk", s(format!("Q#{message_id}#{run}#{number}")))
             .item("copy", s(copy))
             .item(tables::TTL_ATTRIBUTE, n(crate::calls::now_ms() / 1000 + KEPT_FOR_SECONDS))
             .condition_expression("attribute_not_exists(pk) OR #copy = :copy")
